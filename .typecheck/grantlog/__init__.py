@@ -1,0 +1,1 @@
+/work/main/grantlog/__init__.py

@@ -1,0 +1,42 @@
+# grantlog — every target sets itself up: a fresh machine needs only Python 3.11+ (and Java 17
+# for the Spark extra).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-dev
+
+.PHONY: demo test lint typecheck unit bench clean install
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## The demo: compile the example policy, answer two checks, print the proof of the first.
+demo: $(STAMP)
+	$(BIN)/grantlog check examples/demo/policy.gl examples/demo/facts.gl \
+		alice load_table m1.c1.s1.t1 --explain
+	-$(BIN)/grantlog check examples/demo/policy.gl examples/demo/facts.gl \
+		bob load_table m1.c1.s1.t2
+
+## The whole test suite: lint, type check, unit/property/golden tests, rule-file tests.
+test: $(STAMP) lint typecheck unit
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check grantlog grammar engine spark_bridge rules tests benchmarks
+	$(BIN)/grantlog fmt --check rules examples tests/cases
+
+typecheck: $(STAMP)
+	$(BIN)/python tools/typecheck.py
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache .hypothesis .typecheck

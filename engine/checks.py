@@ -1,0 +1,423 @@
+"""Compile-time checks over parsed modules, run as an ordered table of named passes.
+
+Each pass reads the :class:`Unit` (everything the loader parsed) and appends diagnostics.
+Codes are stable and documented in docs/diagnostics.md.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from grantlog.grammar import ast
+from grantlog.grammar.diagnostics import Diagnostic, Span, error, warning
+
+TYPES = ("string", "int", "any")
+
+
+@dataclass
+class Unit:
+    """The parsed program as the checks see it."""
+
+    modules: list[ast.Module]
+    strict: bool = False
+    decls: dict[str, ast.Decl] = field(default_factory=dict)
+    arity: dict[str, int] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def statements(self) -> Iterator[ast.Statement]:
+        for m in self.modules:
+            yield from m.statements
+
+    def clauses(self) -> Iterator[ast.Clause]:
+        for st in self.statements():
+            if isinstance(st, ast.Clause):
+                yield st
+
+    def tests(self) -> Iterator[ast.TestBlock]:
+        for st in self.statements():
+            if isinstance(st, ast.TestBlock):
+                yield st
+
+    def test_clauses(self) -> Iterator[ast.Clause]:
+        for t in self.tests():
+            for it in t.items:
+                if isinstance(it, ast.Clause):
+                    yield it
+
+    def expects(self) -> Iterator[ast.Expect]:
+        for t in self.tests():
+            for it in t.items:
+                if isinstance(it, ast.Expect):
+                    yield it
+
+    def add(self, d: Diagnostic) -> None:
+        self.diagnostics.append(d)
+
+
+def body_atoms(body: tuple[ast.Literal, ...]) -> Iterator[tuple[ast.Atom, bool]]:
+    for lit in body:
+        if isinstance(lit, ast.Atom):
+            yield lit, True
+        elif isinstance(lit, ast.Negation):
+            yield lit.atom, False
+
+
+def all_atoms(u: Unit) -> Iterator[ast.Atom]:
+    for c in [*u.clauses(), *u.test_clauses()]:
+        yield c.head
+        for a, _ in body_atoms(c.body):
+            yield a
+    for e in u.expects():
+        for a, _ in body_atoms(e.body):
+            yield a
+
+
+def term_vars(t: ast.Term) -> list[ast.Var]:
+    return [t] if isinstance(t, ast.Var) else []
+
+
+def lit_vars(lit: ast.Literal) -> list[ast.Var]:
+    if isinstance(lit, ast.Atom):
+        return [a for a in lit.args if isinstance(a, ast.Var)]
+    if isinstance(lit, ast.Negation):
+        return lit_vars(lit.atom)
+    return term_vars(lit.left) + term_vars(lit.right)
+
+
+# ---------------------------------------------------------------------------------------------
+# passes
+
+
+def check_declarations(u: Unit) -> None:
+    """duplicate-declaration, unknown-type"""
+    for st in u.statements():
+        if not isinstance(st, ast.Decl):
+            continue
+        first = u.decls.get(st.name)
+        if first is not None:
+            u.add(error("duplicate-declaration", f"relation `{st.name}` is declared twice",
+                        st.span, f"first declared at {first.span}"))
+            continue
+        u.decls[st.name] = st
+        seen: dict[str, ast.Column] = {}
+        for c in st.columns:
+            if c.name in seen:
+                u.add(error("duplicate-declaration",
+                            f"column `{c.name}` of `{st.name}` is declared twice", c.span))
+            seen[c.name] = c
+            if c.type is not None and c.type not in TYPES:
+                u.add(error("unknown-type", f"unknown type `{c.type}`", c.span,
+                            "types are " + ", ".join(f"`{t}`" for t in TYPES)))
+
+
+def check_arity(u: Unit) -> None:
+    """arity-mismatch: every use of a relation has the same number of arguments"""
+    where: dict[str, Span] = {}
+    for name, d in u.decls.items():
+        u.arity[name] = len(d.columns)
+        where[name] = d.span
+    for a in all_atoms(u):
+        n = len(a.args)
+        if a.rel not in u.arity:
+            u.arity[a.rel] = n
+            where[a.rel] = a.span
+        elif u.arity[a.rel] != n:
+            how = "its declaration" if a.rel in u.decls else "its first use"
+            u.add(error("arity-mismatch",
+                        f"`{a.rel}` takes {u.arity[a.rel]} argument{_s(u.arity[a.rel])} "
+                        f"but is given {n} here",
+                        a.span, f"see {how} at {where[a.rel]}"))
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def defined_relations(u: Unit) -> set[str]:
+    out = set(u.decls)
+    for c in [*u.clauses(), *u.test_clauses()]:
+        out.add(c.head.rel)
+    return out
+
+
+def check_unknown_relations(u: Unit) -> None:
+    """unknown-relation: used in a body but never declared, defined or given facts"""
+    defined = defined_relations(u)
+    bodies = [c.body for c in u.clauses()] + [e.body for e in u.expects()]
+    for body in bodies:
+        for a, _ in body_atoms(body):
+            if a.rel in defined:
+                continue
+            close = difflib.get_close_matches(a.rel, sorted(defined), n=1)
+            hint = f"did you mean `{close[0]}`?" if close else (
+                f"declare it with `rel {a.rel}(...)` if its facts arrive at run time")
+            make = error if u.strict else warning
+            u.add(make("unknown-relation",
+                       f"relation `{a.rel}` is never declared, defined or given facts",
+                       a.span, hint))
+
+
+def bind_vars(body: tuple[ast.Literal, ...]) -> set[str]:
+    """Variables bound by the body: positive atoms, then `=` with one bound side, to fixpoint."""
+    bound = {v.name for lit in body if isinstance(lit, ast.Atom)
+             for v in lit_vars(lit) if not v.anonymous}
+    changed = True
+    while changed:
+        changed = False
+        for lit in body:
+            if isinstance(lit, ast.Comparison) and lit.op == "=":
+                sides = [lit.left, lit.right]
+                for this, other in (sides, sides[::-1]):
+                    if (isinstance(this, ast.Var) and not this.anonymous
+                            and this.name not in bound
+                            and (isinstance(other, ast.Const) or other.name in bound)):
+                        bound.add(this.name)
+                        changed = True
+    return bound
+
+
+def check_body(u: Unit, body: tuple[ast.Literal, ...], bound: set[str]) -> None:
+    for lit in body:
+        if isinstance(lit, ast.Negation):
+            for v in lit_vars(lit):
+                if not v.anonymous and v.name not in bound:
+                    u.add(error("unsafe-variable",
+                                f"variable `{v.name}` in a negated literal is not bound by a "
+                                f"positive literal", v.span,
+                                f"add a positive literal that binds `{v.name}`, or use `_`"))
+        elif isinstance(lit, ast.Comparison):
+            for v in lit_vars(lit):
+                if v.anonymous:
+                    u.add(error("unsafe-variable", "anonymous variable `_` in a comparison",
+                                v.span, "comparisons need named, bound variables"))
+                elif v.name not in bound:
+                    u.add(error("unsafe-variable",
+                                f"variable `{v.name}` in a comparison is not bound by a "
+                                f"positive literal", v.span,
+                                f"add a positive literal that binds `{v.name}`"))
+
+
+def check_safety(u: Unit) -> None:
+    """unsafe-variable: head, negation and comparison variables must be bound positively"""
+    for c in [*u.clauses(), *u.test_clauses()]:
+        if c.is_fact:
+            for v in lit_vars(c.head):
+                u.add(error("unsafe-variable", f"fact has variable `{v.name}`", v.span,
+                            "facts must be ground: use constants, or write a rule with a body"))
+            continue
+        bound = bind_vars(c.body)
+        for v in lit_vars(c.head):
+            if v.anonymous:
+                u.add(error("unsafe-variable", "anonymous variable `_` in the head", v.span,
+                            "every head argument needs a value: name the variable and bind it"))
+            elif v.name not in bound:
+                u.add(error("unsafe-variable",
+                            f"variable `{v.name}` in the head is not bound by a positive "
+                            f"literal of the body", v.span,
+                            f"add a positive literal that binds `{v.name}`"))
+        check_body(u, c.body, bound)
+    for e in u.expects():
+        check_body(u, e.body, bind_vars(e.body))
+
+
+def _const_type(c: ast.Const) -> str:
+    return "int" if isinstance(c.value, int) else "string"
+
+
+def check_types(u: Unit) -> None:
+    """type-mismatch against declared column types, within each rule"""
+    bodies: list[tuple[ast.Atom | None, tuple[ast.Literal, ...]]] = [
+        (c.head, c.body) for c in [*u.clauses(), *u.test_clauses()]
+    ]
+    bodies += [(None, e.body) for e in u.expects()]
+    for head, body in bodies:
+        var_types: dict[str, tuple[str, str, Span]] = {}
+        atoms = ([head] if head else []) + [a for a, _ in body_atoms(body)]
+        for a in atoms:
+            d = u.decls.get(a.rel)
+            if d is None or len(d.columns) != len(a.args):
+                continue
+            for col, arg in zip(d.columns, a.args, strict=True):
+                if col.type in (None, "any"):
+                    continue
+                assert col.type is not None
+                if isinstance(arg, ast.Const):
+                    if _const_type(arg) != col.type:
+                        u.add(error("type-mismatch",
+                                    f"column `{col.name}` of `{a.rel}` is {_a(col.type)}, "
+                                    f"but this value is {_a(_const_type(arg))}", arg.span))
+                elif not arg.anonymous:
+                    prev = var_types.get(arg.name)
+                    where = f"`{a.rel}`.`{col.name}`"
+                    if prev is None:
+                        var_types[arg.name] = (col.type, where, arg.span)
+                    elif prev[0] != col.type:
+                        u.add(error("type-mismatch",
+                                    f"variable `{arg.name}` is {_a(prev[0])} in {prev[1]} "
+                                    f"but {_a(col.type)} in {where}", arg.span,
+                                    f"see {prev[2]}"))
+        for lit in body:
+            if not isinstance(lit, ast.Comparison):
+                continue
+            lt = _term_type(lit.left, var_types)
+            rt = _term_type(lit.right, var_types)
+            if lt and rt and lt != rt:
+                u.add(error("type-mismatch",
+                            f"comparison of {_a(lt)} with {_a(rt)} is always "
+                            f"{'true' if lit.op == '!=' else 'false'}", lit.span))
+
+
+def _a(t: str) -> str:
+    return "an int" if t == "int" else "a string"
+
+
+def _term_type(t: ast.Term, var_types: dict[str, tuple[str, str, Span]]) -> str | None:
+    if isinstance(t, ast.Const):
+        return _const_type(t)
+    got = var_types.get(t.name)
+    return got[0] if got else None
+
+
+def dependency_graph(u: Unit) -> dict[str, list[tuple[str, bool, ast.Atom]]]:
+    """head relation -> [(body relation, positive?, body atom)]"""
+    g: dict[str, list[tuple[str, bool, ast.Atom]]] = {}
+    for c in u.clauses():
+        edges = g.setdefault(c.head.rel, [])
+        for a, pos in body_atoms(c.body):
+            edges.append((a.rel, pos, a))
+    return g
+
+
+def sccs(nodes: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative; components come out dependencies first."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work: list[tuple[str, int]] = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack.add(v)
+            children = succ.get(v, [])
+            recurse = False
+            while i < len(children):
+                w = children[i]
+                i += 1
+                if w not in index:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    recurse = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if recurse:
+                continue
+            if low[v] == index[v]:
+                comp: list[str] = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(sorted(comp))
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return out
+
+
+def _path(succ: dict[str, list[str]], start: str, goal: str, within: set[str]) -> list[str]:
+    """Shortest dependency path start -> ... -> goal inside one component (BFS)."""
+    prev: dict[str, str | None] = {start: None}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        if v == goal:
+            break
+        for w in succ.get(v, []):
+            if w in within and w not in prev:
+                prev[w] = v
+                queue.append(w)
+    path = [goal]
+    cur = prev.get(goal)
+    while cur is not None:
+        path.append(cur)
+        cur = prev[cur]
+    return path[::-1]
+
+
+def check_stratification(u: Unit) -> None:
+    """negation-cycle: negation through recursion, naming the cycle"""
+    g = dependency_graph(u)
+    succ = {h: [b for b, _, _ in es] for h, es in g.items()}
+    nodes = sorted(set(succ) | {b for es in succ.values() for b in es})
+    comp_of: dict[str, int] = {}
+    for i, comp in enumerate(sccs(nodes, succ)):
+        for r in comp:
+            comp_of[r] = i
+    for head, edges in g.items():
+        for body_rel, pos, atom in edges:
+            if pos or comp_of.get(body_rel) != comp_of.get(head):
+                continue
+            within = {r for r, c in comp_of.items() if c == comp_of[head]}
+            back = _path(succ, body_rel, head, within)
+            cycle = " -> ".join([head, f"not {body_rel}", *back[1:]])
+            u.add(error("negation-cycle",
+                        f"negation through recursion: {cycle}", atom.span,
+                        "a relation cannot depend on its own negation; split the recursion "
+                        "or move the negated part to a separate relation"))
+
+
+def check_names(u: Unit) -> None:
+    """duplicate-rule-name, duplicate-test, rule-in-test"""
+    labels: dict[str, ast.Clause] = {}
+    for c in u.clauses():
+        if c.label is None:
+            continue
+        if c.label in labels:
+            u.add(error("duplicate-rule-name", f"rule name `{c.label}` is used twice", c.span,
+                        f"first used at {labels[c.label].span}"))
+        else:
+            labels[c.label] = c
+    for m in u.modules:
+        names: dict[str, ast.TestBlock] = {}
+        for st in m.statements:
+            if not isinstance(st, ast.TestBlock):
+                continue
+            if st.name in names:
+                u.add(error("duplicate-test", f"test `{st.name}` is defined twice", st.span,
+                            f"first defined at {names[st.name].span}"))
+            names[st.name] = st
+            for it in st.items:
+                if isinstance(it, ast.Clause) and not it.is_fact:
+                    u.add(error("rule-in-test", "test blocks hold facts and expectations, "
+                                "not rules", it.span,
+                                "move the rule out of the test block"))
+
+
+PASSES: list[tuple[str, Callable[[Unit], None]]] = [
+    ("declarations", check_declarations),
+    ("arity", check_arity),
+    ("unknown-relations", check_unknown_relations),
+    ("safety", check_safety),
+    ("types", check_types),
+    ("stratification", check_stratification),
+    ("names", check_names),
+]
+
+
+def run_checks(u: Unit) -> None:
+    for _name, fn in PASSES:
+        fn(u)

@@ -1,0 +1,255 @@
+"""Join plans → Python functions (the in-memory backend's "synthesiser").
+
+Each plan becomes one generated function ``run(F, D, I, O, B)`` of nested loops:
+
+* ``F[rel]`` — the full relation, a dict ``row -> level`` (iteration yields rows);
+* ``D[rel]`` — the delta of the current round, a set of rows;
+* ``I(rel, cols)`` — a hash index on ``cols``: key (a value, or a tuple for several columns)
+  -> list of rows;
+* ``O(row)`` — where head rows go; ``B`` — values of pre-bound variables.
+
+The rule is written as a comment above the loops. Plans nested deeper than Python allows fall
+back to :func:`interpret`, which runs the same steps generically (and is the reference the
+tests compare the generated code with).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from . import ir
+from .plan import Assign, Filter, NegCheck, RulePlan, Scan, Step, is_anon
+
+RunFn = Callable[..., None]
+MAX_LOOPS = 16
+
+
+def _lt(a: Any, b: Any) -> bool:
+    """Total order used by comparisons: integers before strings, then natural order."""
+    if type(a) is type(b):
+        return bool(a < b)
+    return isinstance(a, int)
+
+
+def compare(op: str, a: Any, b: Any) -> bool:
+    if op == "=":
+        return bool(a == b)
+    if op == "!=":
+        return bool(a != b)
+    if op == "<":
+        return _lt(a, b)
+    if op == "<=":
+        return a == b or _lt(a, b)
+    if op == ">":
+        return _lt(b, a)
+    if op == ">=":
+        return a == b or _lt(b, a)
+    raise ValueError(op)
+
+
+_CMP_EXPR = {
+    "=": "({a} == {b})",
+    "!=": "({a} != {b})",
+    "<": "_lt({a}, {b})",
+    "<=": "({a} == {b} or _lt({a}, {b}))",
+    ">": "_lt({b}, {a})",
+    ">=": "({a} == {b} or _lt({b}, {a}))",
+}
+
+
+class _Gen:
+    def __init__(self, plan: RulePlan) -> None:
+        self.plan = plan
+        self.names: dict[str, str] = {}
+        self.lines: list[str] = []
+        self.setup: list[str] = []
+        self.indexes: dict[tuple[str, tuple[int, ...]], str] = {}
+        self.rels: dict[tuple[str, str], str] = {}
+        self.depth = 1
+        self.loops = 0
+        self.tmp = 0
+
+    def var(self, name: str) -> str:
+        if name not in self.names:
+            self.names[name] = f"v{len(self.names)}"
+        return self.names[name]
+
+    def term(self, t: ir.Term) -> str:
+        return repr(t.value) if isinstance(t, ir.Const) else self.var(t.name)
+
+    def key(self, terms: Iterable[ir.Term]) -> str:
+        ts = [self.term(t) for t in terms]
+        return ts[0] if len(ts) == 1 else "(" + ", ".join(ts) + ")"
+
+    def row(self, terms: Iterable[ir.Term]) -> str:
+        ts = [self.term(t) for t in terms]
+        if len(ts) == 1:
+            return f"({ts[0]},)"
+        return "(" + ", ".join(ts) + ")"
+
+    def rel(self, source: str, rel: str) -> str:
+        k = (source, rel)
+        if k not in self.rels:
+            name = f"{'d' if source == 'delta' else 'f'}{len(self.rels)}"
+            self.rels[k] = name
+            self.setup.append(f"{name} = {'D' if source == 'delta' else 'F'}[{rel!r}]")
+        return self.rels[k]
+
+    def index(self, rel: str, cols: tuple[int, ...]) -> str:
+        k = (rel, cols)
+        if k not in self.indexes:
+            name = f"ix{len(self.indexes)}"
+            self.indexes[k] = name
+            self.setup.append(f"{name} = I({rel!r}, {cols!r})")
+        return self.indexes[k]
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def open_if(self, cond: str) -> None:
+        self.emit(f"if {cond}:")
+        self.depth += 1
+
+    def scan(self, s: Scan) -> None:
+        if len(s.key_cols) == s.arity:  # every column bound: a membership test
+            self.open_if(f"{self.row(s.key_terms)} in {self.rel(s.source, s.rel)}")
+            return
+        checks: list[str] = []
+        checked: set[int] = set()
+        if s.key_cols and s.source == "full":
+            iterable = f"{self.index(s.rel, s.key_cols)}.get({self.key(s.key_terms)}, ())"
+        else:  # a delta is scanned; bound columns become filters
+            iterable = self.rel(s.source, s.rel)
+            for col, t in zip(s.key_cols, s.key_terms, strict=True):
+                checks.append(f"_c{col} == {self.term(t)}")
+                checked.add(col)
+        out = dict(s.out)
+        for col, name in s.eqs:
+            checks.append(f"_c{col} == {self.var(name)}")
+            checked.add(col)
+        targets = []
+        for col in range(s.arity):
+            if col in out:
+                targets.append(self.var(out[col]))
+            elif col in checked:
+                targets.append(f"_c{col}")
+            else:
+                targets.append("_")
+        target = targets[0] + "," if s.arity == 1 else ", ".join(targets)
+        self.emit(f"for {target} in {iterable}:")
+        self.depth += 1
+        self.loops += 1
+        if checks:
+            self.open_if(" and ".join(checks))
+
+    def step(self, s: Step) -> None:
+        if isinstance(s, Scan):
+            self.scan(s)
+        elif isinstance(s, Filter):
+            self.open_if(_CMP_EXPR[s.op].format(a=self.term(s.left), b=self.term(s.right)))
+        elif isinstance(s, Assign):
+            self.emit(f"{self.var(s.var)} = {self.term(s.value)}")
+        elif isinstance(s, NegCheck):
+            if len(s.key_cols) == s.arity:
+                self.open_if(f"{self.row(s.key_terms)} not in {self.rel('full', s.rel)}")
+            elif not s.key_cols:
+                self.open_if(f"not {self.rel('full', s.rel)}")
+            else:
+                ix = self.index(s.rel, s.key_cols)
+                self.open_if(f"not {ix}.get({self.key(s.key_terms)})")
+
+    def source(self) -> str:
+        for name in self.plan.pre_bound:
+            self.emit(f"{self.var(name)} = B[{name!r}]")
+        for s in self.plan.steps:
+            self.step(s)
+        self.emit(f"O({self.row(self.plan.head.args)})")
+        header = ["def run(F, D, I, O, B):", f"    # {self.plan.rule}"]
+        header += ["    " + x for x in self.setup]
+        return "\n".join(header + self.lines) + "\n"
+
+
+def generate(plan: RulePlan) -> str:
+    """The Python source for a plan (shown by ``grantlog`` debugging and tests)."""
+    return _Gen(plan).source()
+
+
+def compile_plan(plan: RulePlan) -> RunFn:
+    loops = sum(1 for s in plan.steps if isinstance(s, Scan))
+    if loops > MAX_LOOPS or any(is_anon(t) for t in plan.head.args):
+        return lambda F, D, I, O, B: interpret(plan, F, D, I, O, B)
+    src = generate(plan)
+    scope: dict[str, Any] = {"_lt": _lt}
+    exec(compile(src, f"<rule {plan.rule.name}>", "exec"), scope)
+    fn: RunFn = scope["run"]
+    return fn
+
+
+def interpret(
+    plan: RulePlan,
+    F: Mapping[str, Mapping[ir.Row, int]],
+    D: Mapping[str, set[ir.Row]] | None,
+    I: Callable[[str, tuple[int, ...]], Mapping[Any, list[ir.Row]]],
+    O: Callable[[ir.Row], None],
+    B: Mapping[str, ir.Value],
+) -> None:
+    """Run a plan step by step with an environment dict: slow, simple, same answers."""
+    for env in solve(plan, F, D, I, B):
+        O(tuple(t.value if isinstance(t, ir.Const) else env[t.name] for t in plan.head.args))
+
+
+def solve(
+    plan: RulePlan,
+    F: Mapping[str, Mapping[ir.Row, int]],
+    D: Mapping[str, set[ir.Row]] | None,
+    I: Callable[[str, tuple[int, ...]], Mapping[Any, list[ir.Row]]],
+    B: Mapping[str, ir.Value],
+) -> Iterator[dict[str, ir.Value]]:
+    """Every binding of the plan's variables that satisfies its body."""
+    steps = plan.steps
+
+    def val(t: ir.Term, env: dict[str, ir.Value]) -> ir.Value:
+        return t.value if isinstance(t, ir.Const) else env[t.name]
+
+    def go(i: int, env: dict[str, ir.Value]) -> Iterator[dict[str, ir.Value]]:
+        if i == len(steps):
+            yield env
+            return
+        s = steps[i]
+        if isinstance(s, Scan):
+            src: Iterable[ir.Row]
+            key = tuple(val(t, env) for t in s.key_terms)
+            if s.source == "delta":
+                assert D is not None
+                src = D[s.rel]
+            elif s.key_cols:
+                k: Any = key[0] if len(key) == 1 else key
+                src = I(s.rel, s.key_cols).get(k, ())
+            else:
+                src = F[s.rel]
+            for row in src:
+                if any(row[c] != v for c, v in zip(s.key_cols, key, strict=True)):
+                    continue
+                env2 = dict(env)
+                for c, name in s.out:
+                    env2[name] = row[c]
+                if all(row[c] == env2[name] for c, name in s.eqs):
+                    yield from go(i + 1, env2)
+        elif isinstance(s, Filter):
+            if compare(s.op, val(s.left, env), val(s.right, env)):
+                yield from go(i + 1, env)
+        elif isinstance(s, Assign):
+            yield from go(i + 1, {**env, s.var: val(s.value, env)})
+        else:
+            key = tuple(val(t, env) for t in s.key_terms)
+            if len(s.key_cols) == s.arity:
+                hit = key in F[s.rel]
+            elif not s.key_cols:
+                hit = bool(F[s.rel])
+            else:
+                hit = bool(I(s.rel, s.key_cols).get(key[0] if len(key) == 1 else key))
+            if not hit:
+                yield from go(i + 1, env)
+
+    yield from go(0, dict(B))

@@ -1,0 +1,61 @@
+"""Materialized relations and their hash indexes.
+
+``full[rel]`` maps each row to its *level*: 0 for base facts, otherwise the evaluation round in
+which the row was first derived. Levels order derivations (a row's body facts always have lower
+levels), which is all the explainer needs to rebuild a minimal proof on demand (Soufflé keeps
+the same kind of annotation).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from operator import itemgetter
+from typing import Any
+
+from .ir import Row
+
+Index = defaultdict[Any, list[Row]]
+
+
+def _key_fn(cols: tuple[int, ...]) -> Callable[[Row], Any]:
+    return itemgetter(*cols)
+
+
+class Database:
+    def __init__(self, relations: Iterable[str]) -> None:
+        self.full: dict[str, dict[Row, int]] = {r: {} for r in relations}
+        self.indexes: dict[tuple[str, tuple[int, ...]], Index] = {}
+        self._by_rel: dict[str, list[tuple[Callable[[Row], Any], Index]]] = defaultdict(list)
+
+    def ensure(self, rel: str) -> dict[Row, int]:
+        got = self.full.get(rel)
+        if got is None:
+            got = self.full[rel] = {}
+        return got
+
+    def index(self, rel: str, cols: tuple[int, ...]) -> Index:
+        """The hash index of ``rel`` on ``cols``, built on first use and kept up to date."""
+        k = (rel, cols)
+        ix = self.indexes.get(k)
+        if ix is None:
+            key = _key_fn(cols)
+            ix = defaultdict(list)
+            for row in self.ensure(rel):
+                ix[key(row)].append(row)
+            self.indexes[k] = ix
+            self._by_rel[rel].append((key, ix))
+        return ix
+
+    def add(self, rel: str, rows: Iterable[Row], level: int) -> None:
+        """Add rows not yet present (callers filter out known rows)."""
+        rows = list(rows)
+        if not rows:
+            return
+        self.ensure(rel).update(dict.fromkeys(rows, level))
+        for key, ix in self._by_rel.get(rel, ()):
+            for row in rows:
+                ix[key(row)].append(row)
+
+    def size(self) -> int:
+        return sum(len(v) for v in self.full.values())

@@ -1,0 +1,163 @@
+"""The intermediate representation every evaluator consumes.
+
+Lowering (engine/lower.py) turns checked AST modules into a :class:`Program`: relations with
+their arity and declared columns, rules with plain terms (anonymous ``_`` renamed apart), base
+facts with their origin, strata in evaluation order, and the `test` blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grantlog.grammar.diagnostics import Diagnostic, Span
+
+Value = str | int
+Row = tuple[Value, ...]
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Const:
+    value: Value
+
+    def __str__(self) -> str:
+        return show_value(self.value)
+
+
+Term = Var | Const
+
+
+@dataclass(frozen=True)
+class Atom:
+    rel: str
+    args: tuple[Term, ...]
+
+    def __str__(self) -> str:
+        return show_atom(self.rel, self.args)
+
+
+@dataclass(frozen=True)
+class Neg:
+    atom: Atom
+
+    def __str__(self) -> str:
+        return f"not {self.atom}"
+
+
+@dataclass(frozen=True)
+class Cmp:
+    op: str
+    left: Term
+    right: Term
+
+    def __str__(self) -> str:
+        return f"{self.left} {self.op} {self.right}"
+
+
+Lit = Atom | Neg | Cmp
+
+
+@dataclass(frozen=True)
+class Rule:
+    index: int
+    name: str
+    head: Atom
+    body: tuple[Lit, ...]
+    doc: tuple[str, ...] = ()
+    span: Span = field(default=Span("<unknown>", 0, 0, 0, 0), compare=False)
+    labelled: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.head} :- {', '.join(str(b) for b in self.body)}."
+
+    @property
+    def summary(self) -> str:
+        """The rule's name and the first line of its doc comment."""
+        return f"{self.name}: {self.doc[0]}" if self.doc else self.name
+
+
+@dataclass(frozen=True)
+class Relation:
+    name: str
+    arity: int
+    columns: tuple[str, ...]
+    types: tuple[str | None, ...]
+    doc: tuple[str, ...] = ()
+    declared: bool = False
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Fact:
+    rel: str
+    row: Row
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Stratum:
+    index: int
+    relations: tuple[str, ...]
+    rules: tuple[int, ...]
+    recursive: bool
+
+
+@dataclass(frozen=True)
+class Expectation:
+    body: tuple[Lit, ...]
+    negated: bool
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class TestCase:
+    name: str
+    file: str
+    facts: tuple[Fact, ...]
+    expects: tuple[Expectation, ...]
+    span: Span
+
+
+@dataclass
+class Program:
+    relations: dict[str, Relation]
+    rules: list[Rule]
+    facts: list[Fact]
+    strata: list[Stratum]
+    tests: list[TestCase]
+    sources: dict[str, str]
+    files: list[str]
+    warnings: list[Diagnostic] = field(default_factory=list)
+    decision: str = "allowed"
+
+    def rules_for(self, rel: str) -> list[Rule]:
+        return [r for r in self.rules if r.head.rel == rel]
+
+    @property
+    def derived(self) -> set[str]:
+        return {r.head.rel for r in self.rules}
+
+
+def show_value(v: Value) -> str:
+    if isinstance(v, int):
+        return str(v)
+    from grantlog.grammar.formatter import IDENT_RE, KEYWORDS, quote
+
+    if IDENT_RE.match(v) and v not in KEYWORDS:
+        return v
+    return quote(v)
+
+
+def show_atom(rel: str, args: tuple[Term, ...] | Row) -> str:
+    if not args:
+        return rel
+    parts = [str(a) if isinstance(a, Var | Const) else show_value(a) for a in args]
+    return f"{rel}({', '.join(parts)})"

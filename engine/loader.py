@@ -1,0 +1,133 @@
+"""Reading rule files: paths and directories, `import` resolution, cycle detection."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grantlog.grammar import ast
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
+from grantlog.grammar.parser import parse
+
+
+@dataclass
+class Loaded:
+    """Parsed modules in dependency order (imports before importers) and their texts."""
+
+    modules: list[ast.Module] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+    roots: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def default_search_path() -> list[Path]:
+    from grantlog.rules import rules_dir
+
+    return [rules_dir()]
+
+
+def expand_paths(paths: list[str]) -> tuple[list[str], list[Diagnostic]]:
+    """Files as given; directories become their `.gl` files, recursively, sorted."""
+    files: list[str] = []
+    diags: list[Diagnostic] = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = sorted(str(f) for f in Path(p).rglob("*.gl"))
+            if not found:
+                diags.append(error("file-not-found", f"no `.gl` files in `{p}`", _file_span(p)))
+            files.extend(found)
+        elif os.path.isfile(p):
+            files.append(p)
+        else:
+            diags.append(error("file-not-found", f"cannot read `{p}`: no such file", _file_span(p)))
+    return files, diags
+
+
+def _file_span(path: str) -> Span:
+    return Span(path, 0, 0, 0, 0)
+
+
+class _Loader:
+    def __init__(self, search_path: list[Path]) -> None:
+        self.search_path = search_path
+        self.out = Loaded()
+        self.done: set[str] = set()
+        self.stack: list[tuple[str, str]] = []  # (realpath, shown name)
+
+    def load_text(self, text: str, name: str, base_dir: str) -> None:
+        self._module(text, name, os.path.realpath(name) if os.path.exists(name) else name,
+                     base_dir)
+
+    def load_file(self, path: str, span: Span | None = None) -> None:
+        real = os.path.realpath(path)
+        if real in self.done:
+            return
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            self.out.diagnostics.append(
+                error("file-not-found", f"cannot read `{path}`: {reason.lower()}",
+                      span or _file_span(path))
+            )
+            return
+        self._module(text, path, real, os.path.dirname(path))
+
+    def _module(self, text: str, name: str, real: str, base_dir: str) -> None:
+        self.out.sources[name] = text
+        try:
+            mod = parse(text, name)
+        except GrantlogError as e:
+            self.out.diagnostics.extend(e.diagnostics)
+            self.done.add(real)
+            return
+        self.stack.append((real, name))
+        for st in mod.statements:
+            if isinstance(st, ast.Import):
+                self._import(st, base_dir)
+        self.stack.pop()
+        self.done.add(real)
+        self.out.modules.append(mod)
+
+    def _import(self, st: ast.Import, base_dir: str) -> None:
+        candidates = [os.path.normpath(os.path.join(base_dir, st.path))]
+        candidates += [str(d / st.path) for d in self.search_path]
+        for cand in candidates:
+            if os.path.isfile(cand):
+                real = os.path.realpath(cand)
+                on_stack = [n for r, n in self.stack]
+                reals = [r for r, n in self.stack]
+                if real in reals:
+                    cycle = [*on_stack[reals.index(real):], cand]
+                    self.out.diagnostics.append(
+                        error("import-cycle", f"import cycle: {' -> '.join(cycle)}", st.span,
+                              "remove one of the imports; shared rules belong in a third file")
+                    )
+                    return
+                self.load_file(cand, st.span)
+                return
+        where = ", ".join(f"`{c}`" for c in candidates)
+        self.out.diagnostics.append(
+            error("import-not-found", f"cannot find `{st.path}`", st.span,
+                  f"looked for {where}")
+        )
+
+
+def load(
+    text: str | None,
+    paths: list[str],
+    filename: str,
+    search_path: list[Path] | None = None,
+) -> Loaded:
+    loader = _Loader(search_path if search_path is not None else default_search_path())
+    files, diags = expand_paths(paths)
+    loader.out.diagnostics.extend(diags)
+    for f in files:
+        loader.out.roots.append(f)
+        loader.load_file(f)
+    if text is not None:
+        loader.out.roots.append(filename)
+        base = os.path.dirname(filename) if os.path.exists(filename) else os.getcwd()
+        loader.load_text(text, filename, base)
+    return loader.out

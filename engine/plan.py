@@ -1,0 +1,202 @@
+"""Rule bodies → ordered join plans, with semi-naive delta variants for recursive strata.
+
+A plan is a list of steps run left to right, each binding more variables:
+
+* :class:`Scan` — a positive atom: iterate a relation (or its delta), or look up a hash index on
+  the columns already bound (constants and bound variables), or test membership when every
+  column is bound.
+* :class:`Filter` — a comparison whose variables are bound.
+* :class:`Assign` — ``X = term`` where ``X`` is not bound yet.
+* :class:`NegCheck` — ``not atom`` once its named variables are bound (anonymous ones are
+  wildcards).
+
+Join order is greedy: after the delta atom (if any), take the atom with the most bound
+columns, ties in source order; place comparisons and negations as soon as they are bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import ir
+
+Source = str  # "full" or "delta"
+
+
+def is_anon(t: ir.Term) -> bool:
+    return isinstance(t, ir.Var) and t.name.startswith("_?")
+
+
+@dataclass(frozen=True)
+class Scan:
+    rel: str
+    source: Source
+    arity: int
+    key_cols: tuple[int, ...]
+    key_terms: tuple[ir.Term, ...]
+    out: tuple[tuple[int, str], ...]  # column -> newly bound variable
+    eqs: tuple[tuple[int, str], ...]  # column must equal a variable bound earlier in this atom
+    literal: int  # position in the rule body
+
+
+@dataclass(frozen=True)
+class NegCheck:
+    rel: str
+    arity: int
+    key_cols: tuple[int, ...]
+    key_terms: tuple[ir.Term, ...]
+    literal: int
+
+
+@dataclass(frozen=True)
+class Filter:
+    op: str
+    left: ir.Term
+    right: ir.Term
+    literal: int
+
+
+@dataclass(frozen=True)
+class Assign:
+    var: str
+    value: ir.Term
+    literal: int
+
+
+Step = Scan | NegCheck | Filter | Assign
+
+
+@dataclass(frozen=True)
+class RulePlan:
+    rule: ir.Rule
+    head: ir.Atom
+    steps: tuple[Step, ...]
+    delta_literal: int | None  # body position read from the delta, or None
+    pre_bound: tuple[str, ...] = ()
+
+    @property
+    def delta_rel(self) -> str | None:
+        if self.delta_literal is None:
+            return None
+        lit = self.rule.body[self.delta_literal]
+        assert isinstance(lit, ir.Atom)
+        return lit.rel
+
+    def describe(self) -> str:
+        parts = []
+        for s in self.steps:
+            if isinstance(s, Scan):
+                how = "delta " if s.source == "delta" else ""
+                if len(s.key_cols) == s.arity:
+                    parts.append(f"member {how}{s.rel}{list(s.key_cols)}")
+                elif s.key_cols:
+                    parts.append(f"lookup {how}{s.rel}{list(s.key_cols)}")
+                else:
+                    parts.append(f"scan {how}{s.rel}")
+            elif isinstance(s, NegCheck):
+                parts.append(f"not {s.rel}{list(s.key_cols)}")
+            elif isinstance(s, Filter):
+                parts.append(f"filter {s.left} {s.op} {s.right}")
+            else:
+                parts.append(f"let {s.var} = {s.value}")
+        return " -> ".join(parts)
+
+
+def _bound_term(t: ir.Term, bound: set[str]) -> bool:
+    return isinstance(t, ir.Const) or (t.name in bound and not is_anon(t))
+
+
+def _scan(lit: ir.Atom, pos: int, source: Source, bound: set[str]) -> Scan:
+    key_cols: list[int] = []
+    key_terms: list[ir.Term] = []
+    out: list[tuple[int, str]] = []
+    eqs: list[tuple[int, str]] = []
+    fresh: set[str] = set()
+    for col, t in enumerate(lit.args):
+        if _bound_term(t, bound):
+            key_cols.append(col)
+            key_terms.append(t)
+        else:
+            assert isinstance(t, ir.Var)
+            if t.name in fresh:
+                eqs.append((col, t.name))
+            else:
+                fresh.add(t.name)
+                out.append((col, t.name))
+    bound.update(fresh)
+    return Scan(lit.rel, source, len(lit.args), tuple(key_cols), tuple(key_terms),
+                tuple(out), tuple(eqs), pos)
+
+
+def _score(lit: ir.Atom, bound: set[str]) -> tuple[int, int]:
+    n = sum(1 for t in lit.args if not is_anon(t) and _bound_term(t, bound))
+    return (1 if n else 0, n)
+
+
+def order_body(
+    body: tuple[ir.Lit, ...], pre_bound: set[str] | None = None, first: int | None = None
+) -> list[Step]:
+    bound = set(pre_bound or ())
+    steps: list[Step] = []
+    others = [(i, lit) for i, lit in enumerate(body) if not isinstance(lit, ir.Atom)]
+    atoms = [(i, lit) for i, lit in enumerate(body) if isinstance(lit, ir.Atom)]
+
+    def flush() -> None:
+        progress = True
+        while progress:
+            progress = False
+            for item in list(others):
+                i, lit = item
+                if isinstance(lit, ir.Cmp):
+                    lb, rb = _bound_term(lit.left, bound), _bound_term(lit.right, bound)
+                    if lb and rb:
+                        steps.append(Filter(lit.op, lit.left, lit.right, i))
+                    elif lit.op == "=" and lb and isinstance(lit.right, ir.Var):
+                        steps.append(Assign(lit.right.name, lit.left, i))
+                        bound.add(lit.right.name)
+                    elif lit.op == "=" and rb and isinstance(lit.left, ir.Var):
+                        steps.append(Assign(lit.left.name, lit.right, i))
+                        bound.add(lit.left.name)
+                    else:
+                        continue
+                else:
+                    assert isinstance(lit, ir.Neg)
+                    named = [t for t in lit.atom.args if isinstance(t, ir.Var) and not is_anon(t)]
+                    if not all(t.name in bound for t in named):
+                        continue
+                    cols = [c for c, t in enumerate(lit.atom.args) if not is_anon(t)]
+                    steps.append(NegCheck(lit.atom.rel, len(lit.atom.args), tuple(cols),
+                                          tuple(lit.atom.args[c] for c in cols), i))
+                others.remove(item)
+                progress = True
+
+    flush()
+    if first is not None:
+        lit = body[first]
+        assert isinstance(lit, ir.Atom)
+        atoms = [a for a in atoms if a[0] != first]
+        steps.append(_scan(lit, first, "delta", bound))
+        flush()
+    while atoms:
+        best = max(atoms, key=lambda a: _score(a[1], bound))
+        atoms.remove(best)
+        steps.append(_scan(best[1], best[0], "full", bound))
+        flush()
+    if others:  # the safety check rules this out; keep the failure loud if it ever happens
+        raise AssertionError(f"unplaceable literals {[str(o) for _, o in others]}")
+    return steps
+
+
+def plan_rule(rule: ir.Rule, recursive_rels: frozenset[str] = frozenset()) -> list[RulePlan]:
+    """One plan for a rule outside recursion; one delta variant per recursive body atom."""
+    rec = [i for i, lit in enumerate(rule.body)
+           if isinstance(lit, ir.Atom) and lit.rel in recursive_rels]
+    if not rec:
+        return [RulePlan(rule, rule.head, tuple(order_body(rule.body)), None)]
+    return [RulePlan(rule, rule.head, tuple(order_body(rule.body, first=i)), i) for i in rec]
+
+
+def plan_bound(rule: ir.Rule, pre_bound: set[str]) -> RulePlan:
+    """A plan for the body with some variables already bound (explanations, queries)."""
+    steps = order_body(rule.body, pre_bound)
+    return RulePlan(rule, rule.head, tuple(steps), None, tuple(sorted(pre_bound)))

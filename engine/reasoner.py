@@ -1,0 +1,213 @@
+"""The in-memory reasoner behind ``grantlog.Reasoner``.
+
+Evaluation v0: updates mark the materialization stale and the next read re-evaluates from
+scratch (stratified semi-naive, see engine/evaluate.py). Reads and writes take one lock, so a
+read never sees half an update.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from grantlog.grammar.diagnostics import GrantlogError, Span, error
+
+from . import ir
+from .codegen import RunFn, compile_plan, solve
+from .compiler import compile_goal
+from .database import Database
+from .evaluate import EvalStats, Evaluator
+from .explain import Explanation, Proof, Prover
+from .plan import plan_bound
+
+INSERTED = "inserted at run time"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer to ``check``: allowed or not, and the rules that decided it."""
+
+    allowed: bool
+    reasons: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+@dataclass(frozen=True)
+class _Goal:
+    body: tuple[ir.Lit, ...]
+    names: tuple[str, ...]
+    rule: ir.Rule
+    fn: RunFn
+
+
+def _value_ok(v: object) -> bool:
+    return isinstance(v, str | int) and not isinstance(v, bool)
+
+
+class Reasoner:
+    """Answers questions about a compiled program over base facts that change at run time."""
+
+    def __init__(self, program: ir.Program) -> None:
+        self.program = program
+        self._evaluator = Evaluator(program)
+        self._base: dict[str, dict[ir.Row, Span | None]] = {r: {} for r in program.relations}
+        for f in program.facts:
+            self._base[f.rel].setdefault(f.row, f.span)
+        self._db: Database | None = None
+        self._lock = threading.RLock()
+        self._goals: dict[str, _Goal] = {}
+        self.stats: EvalStats | None = None
+
+    # -- updates ------------------------------------------------------------------------------
+
+    def _relation(self, rel: str) -> ir.Relation:
+        r = self.program.relations.get(rel)
+        if r is None:
+            close = difflib.get_close_matches(rel, sorted(self.program.relations), n=1)
+            raise GrantlogError([error(
+                "unknown-relation", f"relation `{rel}` does not exist", Span("<api>", 0, 0, 0, 0),
+                f"did you mean `{close[0]}`?" if close else None)])
+        return r
+
+    def _rows(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> list[ir.Row]:
+        r = self._relation(rel)
+        out: list[ir.Row] = []
+        for raw in rows:
+            row = tuple(raw)
+            problem = None
+            if len(row) != r.arity:
+                problem = f"`{rel}` takes {r.arity} values, got {len(row)}: {row!r}"
+            elif not all(_value_ok(v) for v in row):
+                problem = f"values must be strings or integers: {row!r}"
+            else:
+                for col, typ, v in zip(r.columns, r.types, row, strict=True):
+                    if (typ == "int" and not isinstance(v, int)) or (
+                            typ == "string" and not isinstance(v, str)):
+                        problem = f"column `{col}` of `{rel}` is {typ}, got {v!r}"
+                        break
+            if problem:
+                raise GrantlogError([error("bad-fact", problem, Span("<api>", 0, 0, 0, 0))])
+            out.append(row)
+        return out
+
+    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
+        """Add base facts to ``rel`` (rows already present are ignored)."""
+        checked = self._rows(rel, rows)
+        with self._lock:
+            base = self._base[rel]
+            for row in checked:
+                base.setdefault(row, None)
+            self._db = None
+
+    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
+        """Remove base facts from ``rel`` (rows not present are ignored)."""
+        checked = self._rows(rel, rows)
+        with self._lock:
+            base = self._base[rel]
+            for row in checked:
+                base.pop(row, None)
+            self._db = None
+
+    # -- evaluation ---------------------------------------------------------------------------
+
+    def _database(self) -> Database:
+        with self._lock:
+            if self._db is None:
+                db = Database(self.program.relations)
+                for rel, rows in self._base.items():
+                    if rows:
+                        db.add(rel, rows, 0)
+                self.stats = self._evaluator.run(db)
+                self._db = db
+            return self._db
+
+    def rows(self, rel: str) -> set[ir.Row]:
+        """Every row of a relation, base or derived."""
+        self._relation(rel)
+        with self._lock:
+            return set(self._database().full[rel])
+
+    def all_rows(self) -> dict[str, set[ir.Row]]:
+        with self._lock:
+            db = self._database()
+            return {r: set(db.full.get(r, ())) for r in sorted(self.program.relations)}
+
+    def _goal(self, text: str) -> _Goal:
+        g = self._goals.get(text)
+        if g is None:
+            body, names = compile_goal(self.program, text)
+            head = ir.Atom("<goal>", tuple(ir.Var(n) for n in names))
+            rule = ir.Rule(-1, "<goal>", head, body)
+            g = _Goal(body, tuple(names), rule, compile_plan(plan_bound(rule, set())))
+            self._goals[text] = g
+        return g
+
+    def query(self, goal: str) -> list[dict[str, ir.Value]]:
+        """Every binding of the goal's named variables, sorted."""
+        g = self._goal(goal)
+        out: set[ir.Row] = set()
+        with self._lock:
+            db = self._database()
+            g.fn(db.full, None, db.index, out.add, {})
+        return [dict(zip(g.names, row, strict=True)) for row in sorted(out, key=_sort_key)]
+
+    def ask(self, goal: str) -> bool:
+        """Whether the goal has at least one answer."""
+        return bool(self.query(goal))
+
+    def check(self, subject: str, operation: str, resource: str) -> Decision:
+        """Is ``decision(subject, operation, resource)`` true? (``allowed/3`` by convention)."""
+        rel = self.program.decision
+        r = self._relation(rel)
+        if r.arity != 3:
+            raise GrantlogError([error("arity-mismatch",
+                                       f"decision relation `{rel}` must have 3 columns",
+                                       r.span or Span("<api>", 0, 0, 0, 0))])
+        row = (subject, operation, resource)
+        with self._lock:
+            db = self._database()
+            if row not in db.full[rel]:
+                return Decision(False, ())
+            proof = self._prover(db).prove(rel, row)
+        return Decision(True, tuple(proof.rule_names()))
+
+    def _prover(self, db: Database) -> Prover:
+        def origin(rel: str, row: ir.Row) -> Span | str | None:
+            base = self._base.get(rel, {})
+            if row not in base:
+                return None
+            return base[row] or INSERTED
+
+        return Prover(self.program, db, origin)
+
+    def explain(self, goal: str) -> Explanation:
+        """Why the goal holds: a proof tree for its first answer (see engine/explain.py)."""
+        g = self._goal(goal)
+        with self._lock:
+            db = self._database()
+            plan = plan_bound(g.rule, set())
+            answers = sorted(
+                (env for env in solve(plan, db.full, None, db.index, {})),
+                key=lambda e: _sort_key(tuple(e[n] for n in g.names)),
+            )
+            if not answers:
+                return Explanation(goal, False, {}, None)
+            env = answers[0]
+            prover = self._prover(db)
+            bindings = {n: env[n] for n in g.names}
+            if len(g.body) == 1 and isinstance(g.body[0], ir.Atom):
+                atom = g.body[0]
+                row = tuple(t.value if isinstance(t, ir.Const) else env[t.name]
+                            for t in atom.args)
+                return Explanation(goal, True, bindings, prover.prove(atom.rel, row))
+            node = prover.instance(g.rule, env, goal, 0)
+            root = Proof(goal, "goal", None, bindings, None, node.children)
+            return Explanation(goal, True, bindings, root)
+
+
+def _sort_key(row: ir.Row) -> tuple[tuple[int, str | int], ...]:
+    return tuple((0, v) if isinstance(v, int) else (1, v) for v in row)

@@ -1,0 +1,52 @@
+"""grantlog — a Datalog policy reasoner for data-platform authorization.
+
+>>> import grantlog
+>>> p = grantlog.compile('''
+... member("alice", eng).
+... grant(eng, read, t1).
+... allowed(U, O, R) :- member(U, G), grant(G, O, R).
+... ''')
+>>> r = grantlog.Reasoner(p)
+>>> r.ask('allowed("alice", read, t1)')
+True
+>>> r.query('allowed(U, O, t1)')
+[{'U': 'alice', 'O': 'read'}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from grantlog.engine import Decision, Explanation, Program, Proof, Reasoner
+from grantlog.engine.compiler import compile_program
+from grantlog.grammar import Diagnostic, GrantlogError, Span
+
+__version__ = "0.1.0"
+
+
+def compile(
+    text: str | None = None,
+    paths: Sequence[str | Path] = (),
+    filename: str = "<input>",
+    strict: bool = False,
+) -> Program:
+    """Compile rule text and/or `.gl` files (directories are searched for `.gl` files).
+
+    Raises :class:`GrantlogError` with every diagnostic found. ``strict`` turns warnings about
+    relations that are never declared, defined or given facts into errors.
+    """
+    return compile_program(text, paths, filename, strict)
+
+
+__all__ = [
+    "Decision",
+    "Diagnostic",
+    "Explanation",
+    "GrantlogError",
+    "Program",
+    "Proof",
+    "Reasoner",
+    "Span",
+    "compile",
+]

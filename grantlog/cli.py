@@ -1,0 +1,264 @@
+"""The ``grantlog`` command line.
+
+Exit codes: 0 success (for ``check``/``query``: allowed / has answers); 1 a negative answer
+(denied, no answers, failing tests, files that ``fmt --check`` would change, lint findings);
+2 a user error (bad rule text, bad goal, missing file), reported as diagnostics on stderr;
+3 an internal error (a bug in grantlog: please report it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from grantlog.engine import Reasoner, compile_program
+from grantlog.engine.ir import Program, show_atom, show_value
+from grantlog.engine.lint import lint
+from grantlog.engine.loader import expand_paths
+from grantlog.engine.testing import run_tests
+from grantlog.grammar import format_text
+from grantlog.grammar.diagnostics import GrantlogError, render_all
+
+EXIT_OK, EXIT_NO, EXIT_USER, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _compile(paths: Sequence[str], strict: bool) -> Program:
+    program = compile_program(None, list(paths), strict=strict)
+    if program.warnings:
+        sys.stderr.write(render_all(program.warnings, program.sources) + "\n")
+    return program
+
+
+def cmd_eval(a: argparse.Namespace) -> int:
+    r = Reasoner(_compile(a.files, a.strict))
+    rows = r.all_rows()
+    if a.json:
+        _out(json.dumps({k: sorted([list(x) for x in v], key=_key) for k, v in rows.items()},
+                        indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for rel, rs in rows.items():
+        if a.relation and rel not in a.relation:
+            continue
+        _out(f"// {rel}: {len(rs)} row{'s' if len(rs) != 1 else ''}")
+        for row in sorted(rs, key=_key):
+            _out(show_atom(rel, row) + ".")
+    return EXIT_OK
+
+
+def _key(row: Sequence[Any]) -> tuple[tuple[int, Any], ...]:
+    return tuple((0, v) if isinstance(v, int) else (1, v) for v in row)
+
+
+def cmd_query(a: argparse.Namespace) -> int:
+    *files, goal = a.args
+    if not files:
+        raise SystemExit("grantlog query: give at least one rule file before the goal")
+    r = Reasoner(_compile(files, a.strict))
+    answers = r.query(goal)
+    if a.json:
+        _out(json.dumps(answers, indent=2, ensure_ascii=False))
+    elif not answers:
+        _out("no")
+    else:
+        for ans in answers:
+            _out(", ".join(f"{k} = {show_value(v)}" for k, v in ans.items()) if ans else "yes")
+    return EXIT_OK if answers else EXIT_NO
+
+
+def cmd_explain(a: argparse.Namespace) -> int:
+    *files, goal = a.args
+    if not files:
+        raise SystemExit("grantlog explain: give at least one rule file before the goal")
+    r = Reasoner(_compile(files, a.strict))
+    ex = r.explain(goal)
+    _out(ex.to_json() if a.json else ex.render())
+    return EXIT_OK if ex.holds else EXIT_NO
+
+
+def cmd_check(a: argparse.Namespace) -> int:
+    if len(a.args) < 4:
+        raise SystemExit("grantlog check: usage: grantlog check FILE... SUBJECT OPERATION RESOURCE")
+    *files, subject, operation, resource = a.args
+    r = Reasoner(_compile(files, a.strict))
+    d = r.check(subject, operation, resource)
+    goal = show_atom(r.program.decision, (subject, operation, resource))
+    if a.json:
+        payload: dict[str, Any] = {"goal": goal, "allowed": d.allowed, "reasons": list(d.reasons)}
+        if a.explain:
+            payload["explanation"] = r.explain(goal).to_dict()
+        _out(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        verdict = "ALLOW" if d.allowed else "DENY"
+        why = f" (by {', '.join(d.reasons)})" if d.reasons else ""
+        _out(f"{verdict} {goal}{why}")
+        if a.explain:
+            _out(r.explain(goal).render())
+    return EXIT_OK if d.allowed else EXIT_NO
+
+
+def cmd_test(a: argparse.Namespace) -> int:
+    files, diags = expand_paths(a.paths)
+    if diags:
+        raise GrantlogError(diags)
+    passed = failed = 0
+    errors: list[GrantlogError] = []
+    report: list[dict[str, Any]] = []
+    for f in files:
+        try:
+            program = compile_program(None, [f], strict=a.strict)
+        except GrantlogError as err:
+            errors.append(err)
+            continue
+        for res in run_tests(program, {f}):
+            report.append({"name": res.name, "file": res.file, "line": res.span.line,
+                           "passed": res.passed,
+                           "failures": [{"at": str(x.span), "message": x.message}
+                                        for x in res.failures]})
+            if res.passed:
+                passed += 1
+                if not a.json and a.verbose:
+                    _out(f"PASS {res.name} ({res.span})")
+            else:
+                failed += 1
+                if not a.json:
+                    _out(f"FAIL {res.name} ({res.span})")
+                    for x in res.failures:
+                        _out(f"  {x.span}: {x.message}")
+    for problem in errors:
+        sys.stderr.write(str(problem) + "\n")
+    if a.json:
+        _out(json.dumps({"passed": passed, "failed": failed, "tests": report}, indent=2))
+    else:
+        _out(f"{passed} passed, {failed} failed")
+    if errors:
+        return EXIT_USER
+    return EXIT_NO if failed else EXIT_OK
+
+
+def cmd_fmt(a: argparse.Namespace) -> int:
+    if a.paths == ["-"]:
+        text = sys.stdin.read()
+        sys.stdout.write(format_text(text, "<stdin>"))
+        return EXIT_OK
+    files, diags = expand_paths(a.paths)
+    if diags:
+        raise GrantlogError(diags)
+    changed = 0
+    errors: list[GrantlogError] = []
+    for f in files:
+        text = Path(f).read_text(encoding="utf-8")
+        try:
+            new = format_text(text, f)
+        except GrantlogError as err:
+            errors.append(err)
+            continue
+        if new == text:
+            continue
+        changed += 1
+        if a.check:
+            _out(f"would reformat {f}")
+            if a.diff:
+                sys.stdout.writelines(difflib.unified_diff(
+                    text.splitlines(True), new.splitlines(True), f, f"{f} (formatted)"))
+        else:
+            Path(f).write_text(new, encoding="utf-8")
+            _out(f"reformatted {f}")
+    for problem in errors:
+        sys.stderr.write(str(problem) + "\n")
+    if errors:
+        return EXIT_USER
+    return EXIT_NO if a.check and changed else EXIT_OK
+
+
+def cmd_lint(a: argparse.Namespace) -> int:
+    diags, sources = lint(a.paths, strict=a.strict)
+    if a.json:
+        _out(json.dumps([d.to_dict() for d in diags], indent=2))
+    elif diags:
+        sys.stderr.write(render_all(diags, sources, limit=1000) + "\n")
+    if any(d.severity == "error" for d in diags):
+        return EXIT_USER
+    return EXIT_NO if diags else EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="grantlog", description=__doc__.split("\n")[0]
+                                if __doc__ else None)
+    p.add_argument("--version", action="version", version="grantlog 0.1.0")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, help: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help, description=help)
+        sp.add_argument("--strict", action="store_true",
+                        help="unknown relations are errors, not warnings")
+        return sp
+
+    sp = add("eval", "evaluate rule files and print every relation")
+    sp.add_argument("files", nargs="+", metavar="FILE")
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--relation", "-r", action="append", help="print only this relation")
+    sp.set_defaults(fn=cmd_eval)
+
+    sp = add("query", "print every answer to a goal, e.g. 'allowed(U, read, t1)'")
+    sp.add_argument("args", nargs="+", metavar="FILE... GOAL")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_query)
+
+    sp = add("explain", "explain why a goal holds (a proof tree)")
+    sp.add_argument("args", nargs="+", metavar="FILE... GOAL")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_explain)
+
+    sp = add("check", "decide allowed(SUBJECT, OPERATION, RESOURCE)")
+    sp.add_argument("args", nargs="+", metavar="FILE... SUBJECT OPERATION RESOURCE")
+    sp.add_argument("--explain", action="store_true", help="print the proof")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_check)
+
+    sp = add("test", "run the `test` blocks of rule files")
+    sp.add_argument("paths", nargs="+", metavar="PATH")
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("-v", "--verbose", action="store_true", help="list passing tests too")
+    sp.set_defaults(fn=cmd_test)
+
+    sp = add("fmt", "format rule files in place (`-` formats stdin to stdout)")
+    sp.add_argument("paths", nargs="+", metavar="PATH")
+    sp.add_argument("--check", action="store_true", help="only report files that would change")
+    sp.add_argument("--diff", action="store_true", help="with --check, print a unified diff")
+    sp.set_defaults(fn=cmd_fmt)
+
+    sp = add("lint", "report errors, warnings and style findings")
+    sp.add_argument("paths", nargs="+", metavar="PATH")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_lint)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.fn(args)
+        return code
+    except GrantlogError as e:
+        sys.stderr.write(str(e) + "\n")
+        return EXIT_USER
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except RecursionError:
+        sys.stderr.write("error: the input nests too deeply to process\n")
+        return EXIT_USER
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

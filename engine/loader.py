@@ -27,14 +27,19 @@ def default_search_path() -> list[Path]:
     return [rules_dir()]
 
 
-def expand_paths(paths: list[str]) -> tuple[list[str], list[Diagnostic]]:
-    """Files as given; directories become their `.gl` files, recursively, sorted."""
+def expand_paths(
+    paths: list[str], allow_empty: bool = False
+) -> tuple[list[str], list[Diagnostic]]:
+    """Files as given; directories become their `.gl` files, recursively, sorted.
+
+    A directory without `.gl` files is an error unless ``allow_empty`` (fmt, test).
+    """
     files: list[str] = []
     diags: list[Diagnostic] = []
     for p in paths:
         if os.path.isdir(p):
             found = sorted(str(f) for f in Path(p).rglob("*.gl"))
-            if not found:
+            if not found and not allow_empty:
                 diags.append(error("file-not-found", f"no `.gl` files in `{p}`", _file_span(p)))
             files.extend(found)
         elif os.path.isfile(p):

@@ -106,7 +106,7 @@ def cmd_check(a: argparse.Namespace) -> int:
 
 
 def cmd_test(a: argparse.Namespace) -> int:
-    files, diags = expand_paths(a.paths)
+    files, diags = expand_paths(a.paths, allow_empty=True)
     if diags:
         raise GrantlogError(diags)
     passed = failed = 0
@@ -149,7 +149,7 @@ def cmd_fmt(a: argparse.Namespace) -> int:
         text = sys.stdin.read()
         sys.stdout.write(format_text(text, "<stdin>"))
         return EXIT_OK
-    files, diags = expand_paths(a.paths)
+    files, diags = expand_paths(a.paths, allow_empty=True)
     if diags:
         raise GrantlogError(diags)
     changed = 0

@@ -1,0 +1,48 @@
+"""Imports flow one way (grammar <- engine <- spark_bridge, grantlog API on top); no eager pyspark."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FORBIDDEN = {
+    "grammar": ("grantlog.engine", "grantlog.spark_bridge", "grantlog.cli", "pyspark"),
+    "engine": ("grantlog.spark_bridge", "grantlog.cli", "pyspark", "graphframes"),
+}
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append(node.module)
+    return out
+
+
+def test_dependencies_point_one_way() -> None:
+    for folder, banned in FORBIDDEN.items():
+        for f in (ROOT / folder).rglob("*.py"):
+            for mod in _imports(f):
+                assert not mod.startswith(banned), f"{f} imports {mod}"
+                assert mod != "grantlog", f"{f} imports the public API package"
+
+
+def test_import_grantlog_does_not_import_pyspark() -> None:
+    code = "import sys, grantlog, grantlog.cli; assert 'pyspark' not in sys.modules, 'pyspark'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_no_bare_top_level_packages_installed() -> None:
+    code = (
+        "import importlib.util as u, sys; sys.path = [p for p in sys.path if p not in ('', '.')]\n"
+        "bad = [n for n in ('engine', 'grammar', 'spark_bridge', 'rules') if u.find_spec(n)]\n"
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd="/")

@@ -1,4 +1,4 @@
-"""Imports flow one way (grammar <- engine <- spark_bridge, grantlog API on top); no eager pyspark."""
+"""Imports flow one way (grammar <- engine <- spark_bridge, API on top); pyspark stays lazy."""
 
 from __future__ import annotations
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, Span, error, warning
 
+from .codegen import compare
+
 TYPES = ("string", "int", "any")
 
 
@@ -264,9 +266,12 @@ def check_types(u: Unit) -> None:
             lt = _term_type(lit.left, var_types)
             rt = _term_type(lit.right, var_types)
             if lt and rt and lt != rt:
+                sample = {"int": 0, "string": ""}
+                always = compare(lit.op, sample[lt], sample[rt])
                 u.add(error("type-mismatch",
                             f"comparison of {_a(lt)} with {_a(rt)} is always "
-                            f"{'true' if lit.op == '!=' else 'false'}", lit.span))
+                            f"{'true' if always else 'false'}", lit.span,
+                            "every int sorts before every string; compare values of one type"))
 
 
 def _a(t: str) -> str:

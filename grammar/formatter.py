@@ -89,9 +89,17 @@ def _item_lines(item: ast.Statement | ast.Expect, indent: str) -> list[str]:
     raise TypeError(item)  # pragma: no cover
 
 
+def _plain(c: ast.Comment) -> ast.Comment:
+    """A `///` line that documents nothing is printed as a plain `//` comment, so that moving it
+    next to a statement cannot turn it into that statement's doc."""
+    if c.text.startswith("///") and not c.text.startswith("////"):
+        return ast.Comment("//" + c.text[3:], c.line, c.col)
+    return c
+
+
 class _Emitter:
     def __init__(self, comments: tuple[ast.Comment, ...]) -> None:
-        self.pending = sorted(comments, key=lambda c: (c.line, c.col))
+        self.pending = sorted((_plain(c) for c in comments), key=lambda c: (c.line, c.col))
         self.out: list[str] = []
         self.last_line = 0  # last source line accounted for
 

@@ -171,19 +171,28 @@ class _ToAst(Transformer[Token, Any]):
     def expect_not(self, meta: Meta, ch: list[Any]) -> ast.Expect:
         return ast.Expect(ch[1], True, span=self._s(meta))
 
+    def docs(self, meta: Meta, ch: list[Token]) -> list[Token]:
+        return list(ch)
+
+    def dangling(self, meta: Meta, ch: list[list[Token]]) -> None:
+        sink = getattr(_local, "comments", None)
+        if sink is not None:
+            sink.extend(ch[0])
+
     def _with_doc(self, meta: Meta, ch: list[Any]) -> Any:
-        *docs, stmt = ch
+        if len(ch) == 1:
+            return ch[0]
+        docs, stmt = ch
         doc = _docs(self.file, docs)
-        if doc:
-            stmt = _replace_doc(stmt, doc)
-        return stmt
+        return _replace_doc(stmt, doc) if doc else stmt
 
     def test_clause(self, meta: Meta, ch: list[Any]) -> Any:
         return self._with_doc(meta, ch)
 
     def test_block(self, meta: Meta, ch: list[Any]) -> ast.TestBlock:
         sp = _tok_span(self.file, ch[0])
-        return ast.TestBlock(unescape(str(ch[0]), sp), tuple(ch[1:]), span=self._s(meta))
+        items = tuple(c for c in ch[1:] if c is not None)
+        return ast.TestBlock(unescape(str(ch[0]), sp), items, span=self._s(meta))
 
     def statement(self, meta: Meta, ch: list[Any]) -> Any:
         sp = self._s(meta)
@@ -191,7 +200,7 @@ class _ToAst(Transformer[Token, Any]):
         return self._with_doc(meta, ch)
 
     def start(self, meta: Meta, ch: list[Any]) -> tuple[Any, ...]:
-        return tuple(ch)
+        return tuple(c for c in ch if c is not None)
 
     def goal(self, meta: Meta, ch: list[Any]) -> tuple[Any, ...]:
         return tuple(ch[0])
@@ -202,9 +211,18 @@ def _replace_doc(stmt: Any, doc: tuple[str, ...]) -> Any:
 
 
 def _expected(parser_err: UnexpectedInput) -> str:
+    """The tokens the parser would accept at the error, as the help line lists them."""
+    terms: set[str] = set()
+    ip = getattr(parser_err, "interactive_parser", None)
+    if ip is not None:
+        try:
+            terms = set(ip.accepts())
+        except LarkError:  # pragma: no cover - fall back to Lark's estimate
+            terms = set()
+    if not terms:
+        terms = set(getattr(parser_err, "expected", None) or ())
+        terms |= set(getattr(parser_err, "allowed", None) or ())
     names: list[str] = []
-    terms: set[str] = set(getattr(parser_err, "expected", None) or ())
-    terms |= set(getattr(parser_err, "allowed", None) or ())
     for term in sorted(terms):
         if term in _FRIENDLY:
             names.append(_FRIENDLY[term])
@@ -219,19 +237,23 @@ def _expected(parser_err: UnexpectedInput) -> str:
     return ", ".join(uniq)
 
 
+def _end_span(text: str, file: str) -> Span:
+    """Just after the last non-blank character (where the missing token belongs)."""
+    stripped = text.rstrip()
+    if not stripped:
+        return Span(file, 1, 1, 1, 2)
+    line = stripped.count("\n") + 1
+    col = len(stripped) - (stripped.rfind("\n") + 1) + 1
+    return Span(file, line, col, line, col + 1)
+
+
 def _convert(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
     if isinstance(err, UnexpectedToken):
         tok = err.token
         expected = _expected(err)
         help_ = f"expected {expected}" if expected else None
         if tok.type == "$END":
-            lines = text.split("\n")
-            line = len(lines)
-            col = len(lines[-1]) + 1
-            return error(
-                "syntax-error", "unexpected end of input", Span(file, line, col, line, col + 1),
-                help_,
-            )
+            return error("syntax-error", "unexpected end of input", _end_span(text, file), help_)
         return error("syntax-error", f"unexpected `{tok}`", _tok_span(file, tok), help_)
     if isinstance(err, UnexpectedCharacters):
         pos = err.pos_in_stream or 0
@@ -242,9 +264,7 @@ def _convert(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
         shown = ch if ch.isprintable() else repr(ch)
         return error("syntax-error", f"unexpected character `{shown}`", sp)
     if isinstance(err, UnexpectedEOF):
-        lines = text.split("\n")
-        sp = Span(file, len(lines), len(lines[-1]) + 1, len(lines), len(lines[-1]) + 2)
-        return error("syntax-error", "unexpected end of input", sp)
+        return error("syntax-error", "unexpected end of input", _end_span(text, file))
     line = getattr(err, "line", 1) or 1
     col = getattr(err, "column", 1) or 1
     return error("syntax-error", str(err).split("\n")[0], Span(file, line, col, line, col + 1))
@@ -253,18 +273,12 @@ def _convert(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
 def _run(text: str, file: str, start: str) -> tuple[Any, list[Token], list[tuple[int, int]]]:
     comments: list[Token] = []
     _local.comments = comments
-    try:
-        tree = _PARSER.parse(text, start=start)
-    except UnexpectedInput as e:
-        raise GrantlogError([_convert(e, text, file)], {file: text}) from None
-    except LarkError as e:  # pragma: no cover - defensive: any other Lark failure
-        sp = Span(file, 1, 1, 1, 2)
-        raise GrantlogError([error("syntax-error", str(e), sp)], {file: text}) from None
-    finally:
-        _local.comments = None
     tr = _ToAst(file)
     try:
+        tree = _PARSER.parse(text, start=start)
         result = tr.transform(tree) if isinstance(tree, Tree) else tree
+    except UnexpectedInput as e:
+        raise GrantlogError([_convert(e, text, file)], {file: text}) from None
     except VisitError as e:
         inner = e.orig_exc
         if isinstance(inner, _SpannedSyntaxError):
@@ -272,6 +286,11 @@ def _run(text: str, file: str, start: str) -> tuple[Any, list[Token], list[tuple
                 [error("syntax-error", inner.message, inner.span)], {file: text}
             ) from None
         raise
+    except LarkError as e:  # pragma: no cover - defensive: any other Lark failure
+        sp = Span(file, 1, 1, 1, 2)
+        raise GrantlogError([error("syntax-error", str(e), sp)], {file: text}) from None
+    finally:
+        _local.comments = None
     return result, comments, tr.extents
 
 

@@ -9,7 +9,7 @@ the same kind of annotation).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from operator import itemgetter
 from typing import Any
 
@@ -47,9 +47,8 @@ class Database:
             self._by_rel[rel].append((key, ix))
         return ix
 
-    def add(self, rel: str, rows: Iterable[Row], level: int) -> None:
+    def add(self, rel: str, rows: Collection[Row], level: int) -> None:
         """Add rows not yet present (callers filter out known rows)."""
-        rows = list(rows)
         if not rows:
             return
         self.ensure(rel).update(dict.fromkeys(rows, level))

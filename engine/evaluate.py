@@ -93,8 +93,7 @@ class Evaluator:
         s.iterations = 1
         delta: dict[str, set[ir.Row]] = {}
         for r, out in outs.items():
-            full = F[r]
-            new = [row for row in out if row not in full]
+            new = out.difference(F[r])
             db.add(r, new, level)
             s.derived += len(new)
         if not cs.delta_plans:
@@ -110,9 +109,9 @@ class Evaluator:
             level += 1
             s.iterations += 1
             for r, out in outs.items():
-                full = F[r]
-                new = [row for row in out if row not in full]
+                # delta_r = new_r - full_r ; full_r += delta_r
+                new = out.difference(F[r])
                 db.add(r, new, level)
-                delta[r] = set(new)
+                delta[r] = new
                 s.derived += len(new)
         return level

@@ -114,6 +114,10 @@ class Reasoner:
 
     # -- evaluation ---------------------------------------------------------------------------
 
+    def database(self) -> Database:
+        """The current materialization (evaluated if stale). Read-only for callers."""
+        return self._database()
+
     def _database(self) -> Database:
         with self._lock:
             if self._db is None:

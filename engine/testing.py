@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from grantlog.grammar.diagnostics import Span
 
 from . import ir
+from .codegen import compile_plan
+from .plan import plan_bound
 from .reasoner import Reasoner
 
 
@@ -28,7 +30,60 @@ class TestResult:
         return not self.failures
 
 
-def run_test(program: ir.Program, case: ir.TestCase) -> TestResult:
+class _Fired(Exception):
+    pass
+
+
+def _stop(_row: ir.Row) -> None:
+    raise _Fired
+
+
+@dataclass
+class Coverage:
+    """Which rules fired (derived at least one row) in at least one test."""
+
+    rules: dict[tuple[str, int, int], ir.Rule] = field(default_factory=dict)
+    fired: set[tuple[str, int, int]] = field(default_factory=set)
+
+    @staticmethod
+    def key(rule: ir.Rule) -> tuple[str, int, int]:
+        return (rule.span.file, rule.span.line, rule.span.col)
+
+    def observe(self, program: ir.Program, r: Reasoner) -> None:
+        db = r.database()
+        for rule in program.rules:
+            k = self.key(rule)
+            self.rules.setdefault(k, rule)
+            if k in self.fired:
+                continue
+            fn = compile_plan(plan_bound(rule, set()))
+            try:
+                fn(db.full, None, db.index, _stop, {})
+            except _Fired:
+                self.fired.add(k)
+
+    def missed(self) -> list[ir.Rule]:
+        return [self.rules[k] for k in sorted(self.rules) if k not in self.fired]
+
+    def render(self) -> str:
+        total = len(self.rules)
+        pct = 100.0 * len(self.fired) / total if total else 100.0
+        lines = [f"rule coverage: {len(self.fired)}/{total} rules fired in some test ({pct:.1f}%)"]
+        for rule in self.missed():
+            lines.append(f"  not exercised: {rule.span}: {rule.name}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "rules": len(self.rules),
+            "fired": len(self.fired),
+            "missed": [{"rule": r.name, "at": str(r.span)} for r in self.missed()],
+        }
+
+
+def run_test(
+    program: ir.Program, case: ir.TestCase, coverage: Coverage | None = None
+) -> TestResult:
     """Evaluate the program with the test's facts added, then check each expectation."""
     r = Reasoner(program)
     by_rel: dict[str, list[ir.Row]] = {}
@@ -45,6 +100,8 @@ def run_test(program: ir.Program, case: ir.TestCase) -> TestResult:
                 e.span, f"expected no answer for `{e.text}`, got {len(answers)}: {shown}"))
         elif not e.negated and not answers:
             result.failures.append(Failure(e.span, f"expected `{e.text}` to hold, it does not"))
+    if coverage is not None:
+        coverage.observe(program, r)
     return result
 
 
@@ -54,6 +111,9 @@ def _show(answer: dict[str, ir.Value]) -> str:
     return "{" + ", ".join(f"{k} = {ir.show_value(v)}" for k, v in answer.items()) + "}"
 
 
-def run_tests(program: ir.Program, files: set[str] | None = None) -> list[TestResult]:
+def run_tests(
+    program: ir.Program, files: set[str] | None = None, coverage: Coverage | None = None
+) -> list[TestResult]:
     """Run the tests declared in ``files`` (all of the program's tests when None)."""
-    return [run_test(program, t) for t in program.tests if files is None or t.file in files]
+    return [run_test(program, t, coverage) for t in program.tests
+            if files is None or t.file in files]

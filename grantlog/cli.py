@@ -20,15 +20,36 @@ from grantlog.engine import Reasoner, compile_program
 from grantlog.engine.ir import Program, show_atom, show_value
 from grantlog.engine.lint import lint
 from grantlog.engine.loader import expand_paths
-from grantlog.engine.testing import run_tests
+from grantlog.engine.testing import Coverage, run_tests
 from grantlog.grammar import format_text
-from grantlog.grammar.diagnostics import GrantlogError, render_all
+from grantlog.grammar.diagnostics import GrantlogError, Span, error, render_all
+from grantlog.rules import model_path, models
 
 EXIT_OK, EXIT_NO, EXIT_USER, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def _out(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _inputs(a: argparse.Namespace, files: Sequence[str]) -> list[str]:
+    """Rule files: ``--model NAME`` (a shipped model), the given files, ``--facts`` files."""
+    out: list[str] = []
+    if getattr(a, "model", None):
+        path = model_path(a.model)
+        if path is None:
+            names = ", ".join(f"`{m.name}`" for m in models()) or "none"
+            raise GrantlogError([error("unknown-model", f"no shipped model `{a.model}`",
+                                       Span("<command line>", 0, 0, 0, 0),
+                                       f"shipped models: {names}")])
+        out.append(str(path))
+    out += list(files)
+    out += list(getattr(a, "facts", None) or [])
+    if not out:
+        raise GrantlogError([error("no-input", "no rule files given",
+                                   Span("<command line>", 0, 0, 0, 0),
+                                   "name rule files, or a shipped model with --model")])
+    return out
 
 
 def _compile(paths: Sequence[str], strict: bool) -> Program:
@@ -39,7 +60,7 @@ def _compile(paths: Sequence[str], strict: bool) -> Program:
 
 
 def cmd_eval(a: argparse.Namespace) -> int:
-    r = Reasoner(_compile(a.files, a.strict))
+    r = Reasoner(_compile(_inputs(a, a.files), a.strict))
     rows = r.all_rows()
     if a.json:
         _out(json.dumps({k: sorted([list(x) for x in v], key=_key) for k, v in rows.items()},
@@ -60,9 +81,7 @@ def _key(row: Sequence[Any]) -> tuple[tuple[int, Any], ...]:
 
 def cmd_query(a: argparse.Namespace) -> int:
     *files, goal = a.args
-    if not files:
-        raise SystemExit("grantlog query: give at least one rule file before the goal")
-    r = Reasoner(_compile(files, a.strict))
+    r = Reasoner(_compile(_inputs(a, files), a.strict))
     answers = r.query(goal)
     if a.json:
         _out(json.dumps(answers, indent=2, ensure_ascii=False))
@@ -76,19 +95,18 @@ def cmd_query(a: argparse.Namespace) -> int:
 
 def cmd_explain(a: argparse.Namespace) -> int:
     *files, goal = a.args
-    if not files:
-        raise SystemExit("grantlog explain: give at least one rule file before the goal")
-    r = Reasoner(_compile(files, a.strict))
+    r = Reasoner(_compile(_inputs(a, files), a.strict))
     ex = r.explain(goal)
     _out(ex.to_json() if a.json else ex.render())
     return EXIT_OK if ex.holds else EXIT_NO
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    if len(a.args) < 4:
-        raise SystemExit("grantlog check: usage: grantlog check FILE... SUBJECT OPERATION RESOURCE")
+    if len(a.args) < 3:
+        raise SystemExit("grantlog check: usage: grantlog check [--model M] [--facts F] "
+                         "FILE... SUBJECT OPERATION RESOURCE")
     *files, subject, operation, resource = a.args
-    r = Reasoner(_compile(files, a.strict))
+    r = Reasoner(_compile(_inputs(a, files), a.strict))
     d = r.check(subject, operation, resource)
     goal = show_atom(r.program.decision, (subject, operation, resource))
     if a.json:
@@ -112,13 +130,14 @@ def cmd_test(a: argparse.Namespace) -> int:
     passed = failed = 0
     errors: list[GrantlogError] = []
     report: list[dict[str, Any]] = []
+    cov = Coverage() if a.coverage else None
     for f in files:
         try:
             program = compile_program(None, [f], strict=a.strict)
         except GrantlogError as err:
             errors.append(err)
             continue
-        for res in run_tests(program, {f}):
+        for res in run_tests(program, {f}, cov):
             report.append({"name": res.name, "file": res.file, "line": res.span.line,
                            "passed": res.passed,
                            "failures": [{"at": str(x.span), "message": x.message}
@@ -136,8 +155,13 @@ def cmd_test(a: argparse.Namespace) -> int:
     for problem in errors:
         sys.stderr.write(str(problem) + "\n")
     if a.json:
-        _out(json.dumps({"passed": passed, "failed": failed, "tests": report}, indent=2))
+        payload: dict[str, Any] = {"passed": passed, "failed": failed, "tests": report}
+        if cov is not None:
+            payload["coverage"] = cov.to_dict()
+        _out(json.dumps(payload, indent=2))
     else:
+        if cov is not None:
+            _out(cov.render())
         _out(f"{passed} passed, {failed} failed")
     if errors:
         return EXIT_USER
@@ -190,35 +214,51 @@ def cmd_lint(a: argparse.Namespace) -> int:
     return EXIT_NO if diags else EXIT_OK
 
 
+def cmd_models(a: argparse.Namespace) -> int:
+    ms = models()
+    if a.json:
+        _out(json.dumps([{"name": m.name, "title": m.title, "path": str(m.path)} for m in ms],
+                        indent=2))
+        return EXIT_OK
+    width = max((len(m.name) for m in ms), default=0)
+    for m in ms:
+        _out(f"{m.name:<{width}}  {m.title}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="grantlog", description=__doc__.split("\n")[0]
                                 if __doc__ else None)
     p.add_argument("--version", action="version", version="grantlog 0.1.0")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(name: str, help: str) -> argparse.ArgumentParser:
+    def add(name: str, help: str, inputs: bool = False) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help, description=help)
         sp.add_argument("--strict", action="store_true",
                         help="unknown relations are errors, not warnings")
+        if inputs:
+            sp.add_argument("--model", "-m", help="a shipped model (see `grantlog models`)")
+            sp.add_argument("--facts", "-f", action="append", metavar="FILE",
+                            help="a file of facts (or rules) to add; repeatable")
         return sp
 
-    sp = add("eval", "evaluate rule files and print every relation")
-    sp.add_argument("files", nargs="+", metavar="FILE")
+    sp = add("eval", "evaluate rule files and print every relation", inputs=True)
+    sp.add_argument("files", nargs="*", metavar="FILE")
     sp.add_argument("--json", action="store_true")
     sp.add_argument("--relation", "-r", action="append", help="print only this relation")
     sp.set_defaults(fn=cmd_eval)
 
-    sp = add("query", "print every answer to a goal, e.g. 'allowed(U, read, t1)'")
+    sp = add("query", "print every answer to a goal, e.g. 'allowed(U, read, t1)'", inputs=True)
     sp.add_argument("args", nargs="+", metavar="FILE... GOAL")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_query)
 
-    sp = add("explain", "explain why a goal holds (a proof tree)")
+    sp = add("explain", "explain why a goal holds (a proof tree)", inputs=True)
     sp.add_argument("args", nargs="+", metavar="FILE... GOAL")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_explain)
 
-    sp = add("check", "decide allowed(SUBJECT, OPERATION, RESOURCE)")
+    sp = add("check", "decide allowed(SUBJECT, OPERATION, RESOURCE)", inputs=True)
     sp.add_argument("args", nargs="+", metavar="FILE... SUBJECT OPERATION RESOURCE")
     sp.add_argument("--explain", action="store_true", help="print the proof")
     sp.add_argument("--json", action="store_true")
@@ -228,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("paths", nargs="+", metavar="PATH")
     sp.add_argument("--json", action="store_true")
     sp.add_argument("-v", "--verbose", action="store_true", help="list passing tests too")
+    sp.add_argument("--coverage", action="store_true",
+                    help="report which rules no test exercised")
     sp.set_defaults(fn=cmd_test)
 
     sp = add("fmt", "format rule files in place (`-` formats stdin to stdout)")
@@ -235,6 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--check", action="store_true", help="only report files that would change")
     sp.add_argument("--diff", action="store_true", help="with --check, print a unified diff")
     sp.set_defaults(fn=cmd_fmt)
+
+    sp = sub.add_parser("models", help="list the shipped models")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_models)
 
     sp = add("lint", "report errors, warnings and style findings")
     sp.add_argument("paths", nargs="+", metavar="PATH")

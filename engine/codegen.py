@@ -190,7 +190,7 @@ def interpret(
     plan: RulePlan,
     F: Mapping[str, Mapping[ir.Row, int]],
     D: Mapping[str, set[ir.Row]] | None,
-    I: Callable[[str, tuple[int, ...]], Mapping[Any, list[ir.Row]]],
+    I: Callable[[str, tuple[int, ...]], Mapping[Any, Iterable[ir.Row]]],
     O: Callable[[ir.Row], None],
     B: Mapping[str, ir.Value],
 ) -> None:
@@ -203,7 +203,7 @@ def solve(
     plan: RulePlan,
     F: Mapping[str, Mapping[ir.Row, int]],
     D: Mapping[str, set[ir.Row]] | None,
-    I: Callable[[str, tuple[int, ...]], Mapping[Any, list[ir.Row]]],
+    I: Callable[[str, tuple[int, ...]], Mapping[Any, Iterable[ir.Row]]],
     B: Mapping[str, ir.Value],
 ) -> Iterator[dict[str, ir.Value]]:
     """Every binding of the plan's variables that satisfies its body."""

@@ -15,7 +15,8 @@ from typing import Any
 
 from .ir import Row
 
-Index = defaultdict[Any, list[Row]]
+# key -> rows with that key; a dict used as an insertion-ordered set (fast removal, stable order)
+Index = defaultdict[Any, dict[Row, None]]
 
 
 def _key_fn(cols: tuple[int, ...]) -> Callable[[Row], Any]:
@@ -25,6 +26,8 @@ def _key_fn(cols: tuple[int, ...]) -> Callable[[Row], Any]:
 class Database:
     def __init__(self, relations: Iterable[str]) -> None:
         self.full: dict[str, dict[Row, int]] = {r: {} for r in relations}
+        #: the highest level handed out so far (levels only grow, across updates too)
+        self.level = 0
         self.indexes: dict[tuple[str, tuple[int, ...]], Index] = {}
         self._by_rel: dict[str, list[tuple[Callable[[Row], Any], Index]]] = defaultdict(list)
 
@@ -40,9 +43,9 @@ class Database:
         ix = self.indexes.get(k)
         if ix is None:
             key = _key_fn(cols)
-            ix = defaultdict(list)
+            ix = defaultdict(dict)
             for row in self.ensure(rel):
-                ix[key(row)].append(row)
+                ix[key(row)][row] = None
             self.indexes[k] = ix
             self._by_rel[rel].append((key, ix))
         return ix
@@ -54,7 +57,22 @@ class Database:
         self.ensure(rel).update(dict.fromkeys(rows, level))
         for key, ix in self._by_rel.get(rel, ()):
             for row in rows:
-                ix[key(row)].append(row)
+                ix[key(row)][row] = None
+
+    def remove(self, rel: str, rows: Collection[Row]) -> None:
+        """Remove rows that are present."""
+        if not rows:
+            return
+        full = self.ensure(rel)
+        for row in rows:
+            del full[row]
+        for key, ix in self._by_rel.get(rel, ()):
+            for row in rows:
+                k = key(row)
+                bucket = ix[k]
+                del bucket[row]
+                if not bucket:
+                    del ix[k]
 
     def size(self) -> int:
         return sum(len(v) for v in self.full.values())

@@ -70,7 +70,7 @@ class Evaluator:
 
     def run(self, db: Database, progress: Progress | None = None) -> EvalStats:
         stats = EvalStats()
-        level = 0
+        level = db.level
         for cs in self.strata:
             t0 = time.perf_counter()
             s = StratumStats(cs.stratum.index, cs.stratum.relations)
@@ -79,6 +79,7 @@ class Evaluator:
             stats.strata.append(s)
             if progress:
                 progress(s)
+        db.level = level
         return stats
 
     def _stratum(self, db: Database, cs: CompiledStratum, level: int, s: StratumStats) -> int:

@@ -62,7 +62,7 @@ class Proof:
         d: dict[str, Any] = {"fact": self.text, "kind": self.kind}
         if self.rule is not None:
             d["rule"] = self.rule.name
-            d["doc"] = self.rule.doc[0] if self.rule.doc else None
+            d["doc"] = self.rule.doc_line
             d["at"] = str(self.rule.span)
             d["bindings"] = dict(sorted(self.bindings.items()))
         if self.origin is not None:

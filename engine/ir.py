@@ -78,9 +78,21 @@ class Rule:
         return f"{self.head} :- {', '.join(str(b) for b in self.body)}."
 
     @property
+    def doc_line(self) -> str | None:
+        """The first paragraph of the doc comment, joined into one line."""
+        para: list[str] = []
+        for line in self.doc:
+            if not line.strip():
+                if para:
+                    break
+                continue
+            para.append(line.strip())
+        return " ".join(para) if para else None
+
+    @property
     def summary(self) -> str:
-        """The rule's name and the first line of its doc comment."""
-        return f"{self.name}: {self.doc[0]}" if self.doc else self.name
+        """The rule's name and its doc line."""
+        return f"{self.name}: {self.doc_line}" if self.doc_line else self.name
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 from grantlog.grammar import ast
-from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, warning
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, sort_diagnostics, warning
 
 from .checks import Unit, all_atoms, body_atoms, lit_vars, run_checks
-from .loader import load
+from .loader import expand_paths, load
 
 
 def _singletons(u: Unit) -> list[Diagnostic]:
@@ -39,12 +39,23 @@ def _unused(u: Unit) -> list[Diagnostic]:
 
 
 def lint(paths: Sequence[str], strict: bool = False) -> tuple[list[Diagnostic], dict[str, str]]:
-    """All diagnostics for the files (errors included); raises only when nothing could load."""
-    loaded = load(None, list(paths), "<input>")
-    if any(d.severity == "error" for d in loaded.diagnostics):
-        raise GrantlogError(loaded.diagnostics, loaded.sources)
-    u = Unit(loaded.modules, strict=strict)
-    run_checks(u)
-    diags = loaded.diagnostics + u.diagnostics + _singletons(u) + _unused(u)
-    roots = set(loaded.roots)
-    return [d for d in diags if d.span.file in roots or d.severity == "error"], loaded.sources
+    """All diagnostics for the files, each file linted as its own program (with its imports).
+
+    Findings inside imported files are reported when those files are linted themselves.
+    """
+    files, problems = expand_paths(list(paths))
+    if problems:
+        raise GrantlogError(problems)
+    diags: list[Diagnostic] = []
+    sources: dict[str, str] = {}
+    for f in files:
+        loaded = load(None, [f], "<input>")
+        sources.update(loaded.sources)
+        if any(d.severity == "error" for d in loaded.diagnostics):
+            diags += loaded.diagnostics
+            continue
+        u = Unit(loaded.modules, strict=strict)
+        run_checks(u)
+        found = loaded.diagnostics + u.diagnostics + _singletons(u) + _unused(u)
+        diags += [d for d in found if d.span.file == f or d.severity == "error"]
+    return sort_diagnostics(diags), sources

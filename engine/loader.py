@@ -53,6 +53,23 @@ def _file_span(path: str) -> Span:
     return Span(path, 0, 0, 0, 0)
 
 
+def read_source(path: str, span: Span | None = None) -> tuple[str, Diagnostic | None]:
+    """The text of a rule file, or a `file-not-found` / `bad-encoding` diagnostic."""
+    try:
+        return Path(path).read_text(encoding="utf-8"), None
+    except UnicodeDecodeError as e:
+        raw = Path(path).read_bytes()[: e.start]
+        line = raw.count(b"\n") + 1
+        col = e.start - (raw.rfind(b"\n") + 1) + 1
+        return "", error("bad-encoding", f"`{path}` is not UTF-8 text (byte {e.start})",
+                         span or Span(path, line, col, line, col + 1),
+                         "rule files are read as UTF-8; convert the file")
+    except OSError as e:
+        reason = (e.strerror or str(e)).lower()
+        return "", error("file-not-found", f"cannot read `{path}`: {reason}",
+                         span or _file_span(path))
+
+
 class _Loader:
     def __init__(self, search_path: list[Path]) -> None:
         self.search_path = search_path
@@ -68,14 +85,9 @@ class _Loader:
         real = os.path.realpath(path)
         if real in self.done:
             return
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            self.out.diagnostics.append(
-                error("file-not-found", f"cannot read `{path}`: {reason.lower()}",
-                      span or _file_span(path))
-            )
+        text, diag = read_source(path, span)
+        if diag is not None:
+            self.out.diagnostics.append(diag)
             return
         self._module(text, path, real, os.path.dirname(path))
 

@@ -79,8 +79,9 @@ class RulePlan:
         if self.delta_literal is None:
             return None
         lit = self.rule.body[self.delta_literal]
-        assert isinstance(lit, ir.Atom)
-        return lit.rel
+        atom = lit.atom if isinstance(lit, ir.Neg) else lit
+        assert isinstance(atom, ir.Atom)
+        return atom.rel
 
     def describe(self) -> str:
         parts = []
@@ -170,13 +171,16 @@ def order_body(
                 others.remove(item)
                 progress = True
 
-    flush()
     if first is not None:
+        # the delta literal goes first; a negated literal read from a delta binds its atom's
+        # variables from the delta rows (incremental maintenance, engine/incremental.py)
         lit = body[first]
-        assert isinstance(lit, ir.Atom)
+        atom = lit.atom if isinstance(lit, ir.Neg) else lit
+        assert isinstance(atom, ir.Atom)
         atoms = [a for a in atoms if a[0] != first]
-        steps.append(_scan(lit, first, "delta", bound))
-        flush()
+        others = [o for o in others if o[0] != first]
+        steps.append(_scan(atom, first, "delta", bound))
+    flush()
     while atoms:
         best = max(atoms, key=lambda a: _score(a[1], bound))
         atoms.remove(best)
@@ -194,6 +198,11 @@ def plan_rule(rule: ir.Rule, recursive_rels: frozenset[str] = frozenset()) -> li
     if not rec:
         return [RulePlan(rule, rule.head, tuple(order_body(rule.body)), None)]
     return [RulePlan(rule, rule.head, tuple(order_body(rule.body, first=i)), i) for i in rec]
+
+
+def plan_variant(rule: ir.Rule, position: int) -> RulePlan:
+    """The rule with body literal ``position`` (an atom or a negated atom) read from a delta."""
+    return RulePlan(rule, rule.head, tuple(order_body(rule.body, first=position)), position)
 
 
 def plan_bound(rule: ir.Rule, pre_bound: set[str]) -> RulePlan:

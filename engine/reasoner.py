@@ -1,16 +1,18 @@
 """The in-memory reasoner behind ``grantlog.Reasoner``.
 
-Evaluation v0: updates mark the materialization stale and the next read re-evaluates from
-scratch (stratified semi-naive, see engine/evaluate.py). Reads and writes take one lock, so a
-read never sees half an update.
+The first read evaluates from scratch (stratified semi-naive, engine/evaluate.py); after that
+every update is a transaction maintained incrementally (DRed, engine/incremental.py) and
+reports what it changed. Reads and writes take one lock, so a read sees a whole transaction or
+none of it.
 """
 
 from __future__ import annotations
 
 import difflib
 import threading
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
@@ -20,6 +22,7 @@ from .compiler import compile_goal
 from .database import Database
 from .evaluate import EvalStats, Evaluator
 from .explain import Explanation, Proof, Prover
+from .incremental import Change, Maintainer
 from .plan import plan_bound
 
 INSERTED = "inserted at run time"
@@ -58,6 +61,7 @@ class Reasoner:
         for f in program.facts:
             self._base[f.rel].setdefault(f.row, f.span)
         self._db: Database | None = None
+        self._maintainer = Maintainer(program)
         self._lock = threading.RLock()
         self._goals: dict[str, _Goal] = {}
         self.stats: EvalStats | None = None
@@ -94,23 +98,58 @@ class Reasoner:
             out.append(row)
         return out
 
-    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
-        """Add base facts to ``rel`` (rows already present are ignored)."""
-        checked = self._rows(rel, rows)
-        with self._lock:
-            base = self._base[rel]
-            for row in checked:
-                base.setdefault(row, None)
-            self._db = None
+    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
+        """Add base facts to ``rel`` (rows already present are ignored); returns the changes."""
+        with self.transaction() as tx:
+            tx.insert(rel, rows)
+        return tx.changes
 
-    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
-        """Remove base facts from ``rel`` (rows not present are ignored)."""
-        checked = self._rows(rel, rows)
+    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
+        """Remove base facts from ``rel`` (rows not present are ignored); returns the changes."""
+        with self.transaction() as tx:
+            tx.retract(rel, rows)
+        return tx.changes
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """A batch of inserts and retracts applied atomically when the block ends.
+
+        >>> with reasoner.transaction() as tx:            # doctest: +SKIP
+        ...     tx.insert("member", [("dave", "eng")])
+        ...     tx.retract("grant", [("eng", "read", "t1")])
+        >>> tx.changes.gained("allowed")                   # doctest: +SKIP
+
+        Nothing is applied if the block raises. Inside the block the reasoner still answers
+        with the state before the transaction.
+        """
+        tx = Transaction(self)
+        yield tx
+        tx.changes = self._commit(tx)
+
+    def _commit(self, tx: Transaction) -> Changes:
         with self._lock:
-            base = self._base[rel]
-            for row in checked:
-                base.pop(row, None)
+            db = self._database()
+            ins: dict[str, set[ir.Row]] = {}
+            dels: dict[str, set[ir.Row]] = {}
+            for rel, rows in tx.ops.items():
+                base = self._base[rel]
+                for row, present in rows.items():
+                    if present and row not in base:
+                        base[row] = None
+                        ins.setdefault(rel, set()).add(row)
+                    elif not present and row in base:
+                        del base[row]
+                        dels.setdefault(rel, set()).add(row)
+            if not ins and not dels:
+                return Changes({}, self.program.derived)
+            changed = self._maintainer.apply(db, self._base, ins, dels)
+            return Changes(changed, self.program.derived)
+
+    def rebuild(self) -> None:
+        """Throw the materialization away and evaluate from scratch (for comparisons)."""
+        with self._lock:
             self._db = None
+            self._database()
 
     # -- evaluation ---------------------------------------------------------------------------
 
@@ -211,6 +250,66 @@ class Reasoner:
             node = prover.instance(g.rule, env, goal, 0)
             root = Proof(goal, "goal", None, bindings, None, node.children)
             return Explanation(goal, True, bindings, root)
+
+
+class Transaction:
+    """Collects inserts and retracts; the last operation on a row wins."""
+
+    def __init__(self, reasoner: Reasoner) -> None:
+        self._reasoner = reasoner
+        self.ops: dict[str, dict[ir.Row, bool]] = {}
+        self.changes: Changes = Changes({}, frozenset())
+
+    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
+        ops = self.ops.setdefault(rel, {})
+        for row in self._reasoner._rows(rel, rows):
+            ops[row] = True
+
+    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
+        ops = self.ops.setdefault(rel, {})
+        for row in self._reasoner._rows(rel, rows):
+            ops[row] = False
+
+
+@dataclass
+class Changes:
+    """What a transaction changed: per relation, the rows gained and lost (net)."""
+
+    by_relation: dict[str, Change]
+    derived_relations: frozenset[str] | set[str] = field(default_factory=frozenset)
+
+    def gained(self, rel: str) -> set[ir.Row]:
+        c = self.by_relation.get(rel)
+        return set(c.added) if c else set()
+
+    def lost(self, rel: str) -> set[ir.Row]:
+        c = self.by_relation.get(rel)
+        return set(c.removed) if c else set()
+
+    @property
+    def derived(self) -> dict[str, Change]:
+        """Changes of derived relations only (what rules concluded differently)."""
+        return {r: c for r, c in self.by_relation.items() if r in self.derived_relations}
+
+    def __bool__(self) -> bool:
+        return bool(self.by_relation)
+
+    def lines(self, derived_only: bool = False) -> list[str]:
+        """DDlog-style lines: ``+rel(...)`` gained, ``-rel(...)`` lost, sorted."""
+        out: list[str] = []
+        items = self.derived if derived_only else self.by_relation
+        for rel in sorted(items):
+            c = items[rel]
+            out += [f"-{ir.show_atom(rel, r)}" for r in sorted(c.removed, key=_sort_key)]
+            out += [f"+{ir.show_atom(rel, r)}" for r in sorted(c.added, key=_sort_key)]
+        return out
+
+    def to_dict(self) -> dict[str, dict[str, list[list[ir.Value]]]]:
+        return {
+            rel: {"gained": [list(r) for r in sorted(c.added, key=_sort_key)],
+                  "lost": [list(r) for r in sorted(c.removed, key=_sort_key)]}
+            for rel, c in sorted(self.by_relation.items())
+        }
 
 
 def _sort_key(row: ir.Row) -> tuple[tuple[int, str | int], ...]:

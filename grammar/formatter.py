@@ -24,12 +24,14 @@ def quote(value: str) -> str:
     return f'"{esc}"'
 
 
-def term(t: ast.Term) -> str:
+def term(t: ast.Term, head_of_literal: bool = False) -> str:
+    """A term as written: identifiers stay bare (keywords too, where the parser read them as
+    constants), except `not` opening a comparison, which would read as a negation."""
     if isinstance(t, ast.Var):
         return t.name
     if isinstance(t.value, int):
         return str(t.value)
-    if not t.quoted and IDENT_RE.match(t.value) and t.value not in KEYWORDS:
+    if not t.quoted and IDENT_RE.match(t.value) and not (head_of_literal and t.value == "not"):
         return t.value
     return quote(t.value)
 
@@ -45,7 +47,7 @@ def literal(lit: ast.Literal) -> str:
         return atom(lit)
     if isinstance(lit, ast.Negation):
         return f"not {atom(lit.atom)}"
-    return f"{term(lit.left)} {lit.op} {term(lit.right)}"
+    return f"{term(lit.left, head_of_literal=True)} {lit.op} {term(lit.right)}"
 
 
 def body(lits: Iterable[ast.Literal]) -> str:
@@ -72,6 +74,9 @@ def clause(c: ast.Clause, indent: str = "") -> list[str]:
 
 
 def expect(e: ast.Expect, indent: str) -> list[str]:
+    if not e.negated and e.body and isinstance(e.body[0], ast.Negation):
+        # `expect not p, q.` would read as `expect not (p, q)`: keep the line break
+        return [f"{indent}expect", f"{indent}{INDENT}{body(e.body)}."]
     kw = "expect not" if e.negated else "expect"
     return [f"{indent}{kw} {body(e.body)}."]
 

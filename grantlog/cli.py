@@ -19,7 +19,7 @@ from typing import Any
 from grantlog.engine import Reasoner, compile_program
 from grantlog.engine.ir import Program, show_atom, show_value
 from grantlog.engine.lint import lint
-from grantlog.engine.loader import expand_paths
+from grantlog.engine.loader import expand_paths, read_source
 from grantlog.engine.testing import Coverage, run_tests
 from grantlog.grammar import format_text
 from grantlog.grammar.diagnostics import GrantlogError, Span, error, render_all
@@ -179,7 +179,10 @@ def cmd_fmt(a: argparse.Namespace) -> int:
     changed = 0
     errors: list[GrantlogError] = []
     for f in files:
-        text = Path(f).read_text(encoding="utf-8")
+        text, unreadable = read_source(f)
+        if unreadable is not None:
+            errors.append(GrantlogError([unreadable]))
+            continue
         try:
             new = format_text(text, f)
         except GrantlogError as err:

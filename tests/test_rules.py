@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from grantlog.engine.testing import run_test
 
 import grantlog
-from grantlog.engine.testing import run_test
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted(

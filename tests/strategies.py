@@ -1,0 +1,485 @@
+"""Hypothesis strategies for `.gl` programs.
+
+* :func:`programs` — random *valid, safe, stratified* programs (facts and rules) over a small
+  constant domain, for comparing the engine with the naive oracle (tests/naive.py).
+* :func:`goals` — safe goals over a generated program.
+* :func:`updates` — insert / retract sequences over a generated program.
+* :func:`source_files` — syntactically valid files using every construct of the language
+  (declarations, imports, doc comments, labels, test blocks, ``//`` comments anywhere, odd
+  whitespace), for the formatter round trip.
+* :func:`junk` / :func:`mutated` — text that is mostly not a program.
+
+Stratification is guaranteed by construction: every relation gets a level; a rule may read
+relations of its own level or lower positively (recursion, mutual and non-linear included) and
+only relations of strictly lower levels under ``not``. Safety is guaranteed by construction too:
+head variables, negated variables and comparison variables are drawn from the variables bound
+by positive atoms (or by ``V = term`` with ``term`` already bound).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+
+Value = str | int
+Row = tuple[Value, ...]
+
+INTS: tuple[int, ...] = (0, 1, 2, -1, 10)
+IDENTS: tuple[str, ...] = ("a", "b", "c", "ab")
+#: strings that need quotes; "1" is a string, distinct from the integer 1
+STRINGS: tuple[str, ...] = ("B", "", "x y", 'q"t', "1", "a\\b", "é")
+VALUES: tuple[Value, ...] = (*INTS, *IDENTS, *STRINGS)
+VARS: tuple[str, ...] = ("X", "Y", "Z", "_W")
+OPS: tuple[str, ...] = ("=", "!=", "<", "<=", ">", ">=")
+KEYWORDS: tuple[str, ...] = ("not", "rel", "import", "test", "expect")
+
+
+def quote(s: str) -> str:
+    esc = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{esc}"'
+
+
+def is_ident(v: Value) -> bool:
+    return (isinstance(v, str) and v[:1].islower() and v.isascii()
+            and all(c.isalnum() or c == "_" for c in v) and v not in KEYWORDS)
+
+
+def show(v: Value, quoted: bool = False) -> str:
+    """A constant as source text; identifiers are written bare unless ``quoted``."""
+    if isinstance(v, int):
+        return str(v)
+    return v if is_ident(v) and not quoted else quote(v)
+
+
+def show_row(rel: str, row: Row) -> str:
+    return f"{rel}({', '.join(show(v) for v in row)})" if row else rel
+
+
+# ---------------------------------------------------------------------------------------------
+# valid, stratified programs
+
+
+@dataclass(frozen=True)
+class Rel:
+    name: str
+    arity: int
+    level: int
+
+
+@dataclass
+class Program:
+    relations: tuple[Rel, ...]
+    domain: tuple[Value, ...]
+    facts: dict[str, set[Row]]
+    rules: list[str] = field(default_factory=list)
+    #: relations declared with `rel` (relations the text would not mention are declared too)
+    declared: frozenset[str] = frozenset()
+
+    @property
+    def arity(self) -> dict[str, int]:
+        return {r.name: r.arity for r in self.relations}
+
+    def text(self, facts: dict[str, set[Row]] | None = None) -> str:
+        """The program as source: the rules, then the given facts (its own by default)."""
+        facts = self.facts if facts is None else facts
+        lines = []
+        for r in self.relations:
+            mentioned = any(re.search(rf"\b{r.name}\b", x) for x in self.rules)
+            if r.name in self.declared or not (mentioned or facts.get(r.name)):
+                cols = ", ".join(f"c{i}" + (": any" if i % 2 else "") for i in range(r.arity))
+                lines.append(f"rel {r.name}({cols}).")
+        lines += self.rules
+        for rel in sorted(facts):
+            for row in sorted(facts[rel], key=repr):
+                lines.append(show_row(rel, row) + ".")
+        return "\n".join(lines) + "\n"
+
+
+@st.composite
+def _const(draw: st.DrawFn, domain: tuple[Value, ...]) -> tuple[str, Value]:
+    v = draw(st.sampled_from(domain))
+    return show(v, draw(st.booleans())), v
+
+
+@st.composite
+def _body(
+    draw: st.DrawFn,
+    pos_rels: list[Rel],
+    neg_rels: list[Rel],
+    domain: tuple[Value, ...],
+    min_pos: int = 0,
+) -> tuple[list[str], list[str]]:
+    """A safe body: (literal texts in random order, variables it binds)."""
+    lits: list[str] = []
+    bound: list[str] = []
+
+    def term_in_atom(for_negation: bool, fresh: list[str]) -> str:
+        kind = draw(st.sampled_from(["var", "var", "var", "anon", "const"]))
+        if kind == "var":
+            if for_negation:
+                if bound:
+                    return draw(st.sampled_from(bound))
+                kind = "anon"
+            else:
+                name = draw(st.sampled_from(VARS))
+                fresh.append(name)
+                return name
+        if kind == "anon":
+            fresh.append("_")
+            return "_"
+        return draw(_const(domain))[0]
+
+    def atom(rel: Rel, for_negation: bool, fresh: list[str]) -> str:
+        if rel.arity == 0:
+            return rel.name + draw(st.sampled_from(["", "()"]))
+        args = [term_in_atom(for_negation, fresh) for _ in range(rel.arity)]
+        return f"{rel.name}({', '.join(args)})"
+
+    n_pos = draw(st.integers(min_pos, 3)) if pos_rels else 0
+    plain: list[str] = []  # positive atoms without `_`
+    for _ in range(n_pos):
+        fresh: list[str] = []
+        lits.append(atom(draw(st.sampled_from(pos_rels)), False, fresh))
+        if "_" not in fresh:
+            plain.append(lits[-1])
+        bound.extend(v for v in fresh if v not in bound and v != "_")
+    # now and then a body longer than the code generator's nesting limit (engine/codegen.py
+    # MAX_LOOPS = 16): repeat atoms without `_` (a repeated atom changes nothing)
+    if plain and draw(st.integers(0, 15)) == 15:
+        while len(lits) < 18:
+            lits.append(draw(st.sampled_from(plain)))
+
+    # `V = t` binds a new variable from a bound one or a constant
+    if draw(st.integers(0, 3)) == 3:
+        free = [v for v in VARS if v not in bound]
+        if free:
+            new = draw(st.sampled_from(free))
+            src = draw(st.sampled_from(bound)) if bound and draw(st.booleans()) else (
+                draw(_const(domain))[0])
+            lits.append(f"{new} = {src}" if draw(st.booleans()) else f"{src} = {new}")
+            bound.append(new)
+
+    for _ in range(draw(st.sampled_from([0, 1, 2, 0, 1]))):
+        op = draw(st.sampled_from(OPS))
+        if bound and draw(st.integers(0, 3)) > 0:
+            left = draw(st.sampled_from(bound))
+            other = st.sampled_from(bound) if draw(st.booleans()) else _const(domain).map(
+                lambda c: c[0])
+            right = draw(other)
+            if draw(st.booleans()):
+                left, right = right, left
+        else:
+            # constants on both sides must have the same type (else `type-mismatch`)
+            ltext, lval = draw(_const(domain))
+            same = [v for v in domain if isinstance(v, int) == isinstance(lval, int)]
+            rval = draw(st.sampled_from(same))
+            left, right = ltext, show(rval, draw(st.booleans()))
+        lits.append(f"{left} {op} {right}")
+
+    if neg_rels:
+        for _ in range(draw(st.integers(0, 2))):
+            lits.append("not " + atom(draw(st.sampled_from(neg_rels)), True, []))
+
+    if not lits:  # a rule needs a body: a comparison of constants (true or false)
+        v = draw(st.sampled_from(domain))
+        lits.append(f"{show(v)} {draw(st.sampled_from(OPS))} {show(v)}")
+    order = draw(st.permutations(range(len(lits))))
+    return [lits[i] for i in order], bound
+
+
+@st.composite
+def programs(draw: st.DrawFn, max_rels: int = 5, max_rules: int = 7) -> Program:
+    domain = tuple(draw(st.lists(st.sampled_from(VALUES), min_size=1, max_size=5, unique=True)))
+    n = draw(st.integers(1, max_rels))
+    rels = tuple(
+        Rel(f"r{i}", draw(st.integers(0, 3)), draw(st.integers(0, 2))) for i in range(n)
+    )
+    facts: dict[str, set[Row]] = {}
+    for r in rels:
+        rows = draw(st.lists(st.tuples(*[st.sampled_from(domain)] * r.arity),
+                             max_size=6 if r.level == 0 else 2))
+        if rows:
+            facts[r.name] = set(rows)
+    declared = frozenset(draw(st.sets(st.sampled_from([r.name for r in rels]))))
+    prog = Program(rels, domain, facts, declared=declared)
+    labels = 0
+    for _ in range(draw(st.integers(0, max_rules))):
+        head = draw(st.sampled_from(rels))
+        pos = [r for r in rels if r.level <= head.level]
+        neg = [r for r in rels if r.level < head.level]
+        body, bound = draw(_body(pos, neg, domain))
+        args = []
+        for _ in range(head.arity):
+            if bound and draw(st.integers(0, 4)) > 0:
+                args.append(draw(st.sampled_from(bound)))
+            else:
+                args.append(draw(_const(domain))[0])
+        head_text = f"{head.name}({', '.join(args)})" if args else head.name
+        label = ""
+        if draw(st.integers(0, 4)) == 4:
+            labels += 1
+            label = f"rule{labels}: "
+        prog.rules.append(f"{label}{head_text} :- {', '.join(body)}.")
+    return prog
+
+
+@st.composite
+def goal_bodies(draw: st.DrawFn, prog: Program) -> list[str]:
+    """The literals of a safe goal over the program's relations (negation on any of them)."""
+    rels = list(prog.relations)
+    body, _ = draw(_body(rels, rels, prog.domain, min_pos=1))
+    return body
+
+
+@st.composite
+def goals(draw: st.DrawFn, prog: Program) -> str:
+    """A safe goal, as text."""
+    return ", ".join(draw(goal_bodies(prog))) + draw(st.sampled_from(["", "."]))
+
+
+@dataclass
+class TestBlock:
+    __test__ = False  # not a pytest test class
+
+    name: str
+    facts: dict[str, set[Row]]
+    goal: list[str]
+    negated: bool
+
+    def text(self) -> str:
+        lines = [f"test {quote(self.name)} {{"]
+        for rel in sorted(self.facts):
+            lines += [f"    {show_row(rel, row)}." for row in sorted(self.facts[rel], key=repr)]
+        # `expect not` followed by a body is one token; keep a body's `not` off the front
+        body = sorted(self.goal, key=lambda lit: lit.startswith("not "))
+        lines.append(f"    {'expect not' if self.negated else 'expect'} {', '.join(body)}.")
+        return "\n".join([*lines, "}"])
+
+
+@st.composite
+def test_blocks(draw: st.DrawFn, prog: Program) -> list[TestBlock]:
+    """A few `test` blocks, each with its own facts and one expectation."""
+    out = []
+    for i in range(draw(st.integers(1, 3))):
+        facts: dict[str, set[Row]] = {}
+        for _ in range(draw(st.integers(0, 3))):
+            rel = draw(st.sampled_from(prog.relations))
+            row = draw(st.tuples(*[st.sampled_from(prog.domain)] * rel.arity))
+            facts.setdefault(rel.name, set()).add(row)
+        out.append(TestBlock(f"t{i}", facts, draw(goal_bodies(prog)), draw(st.booleans())))
+    return out
+
+
+@st.composite
+def updates(draw: st.DrawFn, prog: Program) -> list[tuple[str, str, list[Row]]]:
+    """A sequence of ``(insert | retract, relation, rows)``; retracts favour existing facts."""
+    ops: list[tuple[str, str, list[Row]]] = []
+    current = {r: set(rows) for r, rows in prog.facts.items()}
+    for _ in range(draw(st.integers(1, 5))):
+        rel = draw(st.sampled_from(prog.relations))
+        kind = draw(st.sampled_from(["insert", "retract"]))
+        fresh_rows = st.tuples(*[st.sampled_from(prog.domain)] * rel.arity)
+        have = sorted(current.get(rel.name, set()), key=repr)
+        row_st = st.one_of(st.sampled_from(have), fresh_rows) if have else fresh_rows
+        rows = draw(st.lists(row_st, max_size=3))
+        if kind == "insert":
+            current.setdefault(rel.name, set()).update(rows)
+        else:
+            current.get(rel.name, set()).difference_update(rows)
+        ops.append((kind, rel.name, rows))
+    return ops
+
+
+# ---------------------------------------------------------------------------------------------
+# syntax: every construct, comments anywhere, odd whitespace
+
+REL_NAMES = ("p", "q", "edge", "testing", "nota", "expected", "relx", "imported", "r_2")
+LABELS = ("lbl", "up", "via_group", "notable")
+F_VARS = ("X", "Y", "_", "_X", "Foo1", "LongVariableNameForWidth")
+F_IDENTS = ("a", "b", "alice", "m1", "x_Y2", "not", "rel", "test", "expect", "import")
+F_STRINGS = ("", "x y", 'q"t', "a\\b", "line\nbreak", "tab\tx", "é", "//no comment", "1",
+             "a long string constant that pushes the clause past the line width of one hundred")
+F_INTS = (0, 7, -3, 12345678901234567890)
+COMMENTS = ("// note", "//", "//x", "//// banner", "// trailing   ", "// } { . :- not")
+#: comments that would lex as doc comments where a statement may start
+DOC_LIKE = ("/// inner", "///")
+DOCS = ("///", "/// A doc line.", "///no space", "///  two spaces", "/// `code` and // slashes")
+
+
+@dataclass
+class _Tok:
+    text: str
+    #: a statement may start right after this token (a doc-like comment would become a DOC)
+    boundary: bool = False
+    #: the token runs to the end of its line (DOC)
+    line: bool = False
+
+
+@st.composite
+def _f_term(draw: st.DrawFn, keywords: bool, left_of_cmp: bool = False) -> str:
+    kind = draw(st.sampled_from(["var", "ident", "string", "int"]))
+    if kind == "var":
+        return draw(st.sampled_from(F_VARS))
+    if kind == "ident":
+        # a keyword lexes as an identifier only where the keyword cannot appear
+        idents = [i for i in F_IDENTS if (keywords and not left_of_cmp) or i not in KEYWORDS]
+        return draw(st.sampled_from(idents))
+    if kind == "string":
+        return quote(draw(st.sampled_from(F_STRINGS + F_IDENTS)))
+    return str(draw(st.sampled_from(F_INTS)))
+
+
+@st.composite
+def _f_atom(draw: st.DrawFn, keywords: bool) -> list[str]:
+    name = draw(st.sampled_from(REL_NAMES))
+    n = draw(st.integers(0, 3))
+    if n == 0:
+        return [name] if draw(st.booleans()) else [name, "(", ")"]
+    toks = [name, "("]
+    for i in range(n):
+        if i:
+            toks.append(",")
+        toks.append(draw(_f_term(keywords)))
+    return [*toks, ")"]
+
+
+@st.composite
+def _f_body(draw: st.DrawFn, keywords: bool, max_size: int = 4) -> list[str]:
+    toks: list[str] = []
+    for i in range(draw(st.integers(1, max_size))):
+        if i:
+            toks.append(",")
+        kind = draw(st.sampled_from(["atom", "not", "cmp"]))
+        if kind == "atom":
+            toks += draw(_f_atom(keywords))
+        elif kind == "not":
+            toks += ["not", *draw(_f_atom(keywords))]
+        else:
+            toks += [draw(_f_term(keywords, left_of_cmp=True)), draw(st.sampled_from(OPS)),
+                     draw(_f_term(keywords))]
+    return toks
+
+
+@st.composite
+def _f_docs(draw: st.DrawFn, min_size: int = 0) -> list[_Tok]:
+    return [_Tok(d, boundary=True, line=True)
+            for d in draw(st.lists(st.sampled_from(DOCS), min_size=min_size, max_size=2))]
+
+
+@st.composite
+def _f_clause(draw: st.DrawFn, keywords: bool, fact_only: bool = False) -> list[_Tok]:
+    toks: list[str] = []
+    if draw(st.integers(0, 2)) == 2:
+        toks += [draw(st.sampled_from(LABELS)), ":"]
+    toks += draw(_f_atom(keywords))
+    if not fact_only and draw(st.booleans()):
+        toks += [":-", *draw(_f_body(keywords, max_size=6))]
+    toks.append(".")
+    return [_Tok(t) for t in toks]
+
+
+@st.composite
+def _f_statement(draw: st.DrawFn, keywords: bool) -> list[_Tok]:
+    kind = draw(st.sampled_from(["clause", "decl", "import", "test"]))
+    docs = draw(_f_docs())
+    if kind == "clause":
+        body = draw(_f_clause(keywords))
+    elif kind == "import":
+        body = [_Tok(t) for t in ("import", quote(draw(st.sampled_from(F_STRINGS))), ".")]
+    elif kind == "decl":
+        toks = ["rel", draw(st.sampled_from(REL_NAMES)), "("]
+        for i in range(draw(st.integers(0, 3))):
+            if i:
+                toks.append(",")
+            toks.append(draw(st.sampled_from(("user", "obj", "n", "not", "x1"))))
+            typ = draw(st.sampled_from((None, "string", "int", "any", "weird")))
+            if typ:
+                toks += [":", typ]
+        body = [_Tok(t) for t in [*toks, ")", "."]]
+    else:
+        body = [_Tok("test"), _Tok(quote(draw(st.sampled_from(F_STRINGS)))),
+                _Tok("{", boundary=True)]
+        for _ in range(draw(st.integers(0, 3))):
+            item = draw(st.sampled_from(["fact", "expect", "expect not"]))
+            if item == "fact":
+                body += [*draw(_f_docs()), *draw(_f_clause(keywords, fact_only=True))]
+            else:
+                body += [_Tok(item), *[_Tok(t) for t in draw(_f_body(keywords))], _Tok(".")]
+            body[-1].boundary = True
+        if draw(st.integers(0, 5)) == 5:  # doc lines documenting nothing
+            body += draw(_f_docs(min_size=1))
+        body.append(_Tok("}"))
+    if docs:
+        docs[-1].boundary = False  # after the last doc line comes the statement itself
+    body[-1].boundary = True
+    return [*docs, *body]
+
+
+_SPACE = st.sampled_from([" ", " ", " ", "\n", "\t", "  \n    ", "\n\n\n", "\r\n"])
+
+
+@st.composite
+def source_files(
+    draw: st.DrawFn, comments: bool = True, doc_like: bool = True, keywords: bool = True,
+    expect_newline: bool = True,
+) -> str:
+    """A syntactically valid `.gl` file with random layout.
+
+    ``comments``: ``//`` comments between any two tokens; ``doc_like``: ``///`` comments inside
+    statements (where they cannot be doc comments); ``keywords``: keywords written bare as
+    constants where they lex as identifiers (``p(not)``); ``expect_newline``: line breaks (and
+    comments) between ``expect`` and a body that starts with ``not``.
+    """
+    toks: list[_Tok] = [_Tok("", boundary=True)]  # start of file
+    for _ in range(draw(st.integers(0, 5))):
+        toks += draw(_f_statement(keywords))
+    if draw(st.integers(0, 5)) == 5:  # doc lines documenting nothing at the end of the file
+        toks += draw(_f_docs(min_size=1))
+    out: list[str] = []
+    for i, tok in enumerate(toks):
+        out.append(tok.text)
+        if i == len(toks) - 1:
+            break
+        gap = draw(_SPACE)
+        if not expect_newline and tok.text == "expect":
+            gap = " "  # `expect not p.`: one token, `expect not`
+        elif comments and draw(st.integers(0, 4)) == 4:
+            choices = COMMENTS + (DOC_LIKE if doc_like and not tok.boundary else ())
+            gap = draw(st.sampled_from([" ", ""])) + draw(st.sampled_from(choices)) + "\n"
+        if tok.line and "\n" not in gap:
+            gap = "\n"
+        out.append(gap)
+    if comments and draw(st.integers(0, 3)) == 3:
+        out.append("\n" + draw(st.sampled_from(COMMENTS)))
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# junk
+
+ALPHABET = "()[]{},.:-!=<>\"_\n /\\abcnotreXYZ019"
+junk = st.text(alphabet=st.sampled_from(list(ALPHABET)) | st.characters(), max_size=80)
+
+
+@st.composite
+def mutated(draw: st.DrawFn, base: st.SearchStrategy[str]) -> str:
+    """A valid text with a few characters inserted, deleted or replaced, or cut short."""
+    text = draw(base)
+    if draw(st.integers(0, 3)) == 0:
+        return text[: draw(st.integers(0, len(text)))]
+    chars = list(text)
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["insert", "delete", "replace"]))
+        pos = draw(st.integers(0, len(chars)))
+        ch = draw(st.sampled_from(list(ALPHABET)) | st.characters())
+        if op == "insert":
+            chars.insert(pos, ch)
+        elif chars:
+            pos = min(pos, len(chars) - 1)
+            if op == "delete":
+                del chars[pos]
+            else:
+                chars[pos] = ch
+    return "".join(chars)

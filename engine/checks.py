@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, Span, error, warning
+from grantlog.grammar.parser import ANNOTATIONS
 
 from .codegen import compare
 
@@ -93,10 +94,15 @@ def lit_vars(lit: ast.Literal) -> list[ast.Var]:
 
 
 def check_declarations(u: Unit) -> None:
-    """duplicate-declaration, unknown-type"""
+    """duplicate-declaration, unknown-type, unknown-annotation"""
     for st in u.statements():
         if not isinstance(st, ast.Decl):
             continue
+        for note in st.annotations:
+            if note not in ANNOTATIONS:
+                known = ", ".join(f"`@{a}`" for a in ANNOTATIONS)
+                u.add(error("unknown-annotation", f"unknown annotation `@{note}`", st.span,
+                            f"annotations are {known}"))
         first = u.decls.get(st.name)
         if first is not None:
             u.add(error("duplicate-declaration", f"relation `{st.name}` is declared twice",

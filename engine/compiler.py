@@ -10,6 +10,7 @@ from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 from grantlog.grammar.parser import parse_goal
 
 from . import ir
+from .analysis import analyse
 from .checks import Unit, bind_vars, check_body, run_checks
 from .loader import load
 from .lower import lower, lower_body
@@ -40,6 +41,9 @@ def compile_program(
     if any(d.severity == "error" for d in diags):
         raise GrantlogError(diags, loaded.sources)
     program = lower(unit, loaded.sources, loaded.roots)
+    bad = analyse(program)
+    if bad:
+        raise GrantlogError(diags + bad, loaded.sources)
     program.warnings = [d for d in diags if d.severity == "warning"]
     return program
 

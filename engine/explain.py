@@ -17,7 +17,7 @@ from grantlog.grammar.diagnostics import Span
 
 from . import ir
 from .codegen import solve
-from .database import Database
+from .demand import DemandContext
 from .plan import RulePlan, is_anon, plan_bound
 
 MAX_DEPTH = 200
@@ -110,9 +110,15 @@ Origin = Callable[[str, ir.Row], Span | str | None]
 
 
 class Prover:
-    def __init__(self, program: ir.Program, db: Database, base_origin: Origin) -> None:
+    """Rebuilds proofs. ``levels`` are the materialized relations (row -> level); ``ctx``
+    answers every relation, virtual ones on demand (engine/demand.py)."""
+
+    def __init__(self, program: ir.Program, levels: Mapping[str, Mapping[ir.Row, int]],
+                 ctx: DemandContext, base_origin: Origin) -> None:
         self.program = program
-        self.db = db
+        self.levels = levels
+        self.ctx = ctx
+        self.virtual = program.virtual
         self.origin = base_origin
         self.memo: dict[tuple[str, ir.Row], Proof] = {}
         self.plans: dict[tuple[int, tuple[str, ...]], RulePlan] = {}
@@ -140,16 +146,22 @@ class Prover:
         return node
 
     def _by_rule(self, rel: str, row: ir.Row, text: str, depth: int) -> Proof:
-        level = self.db.full.get(rel, {}).get(row)
-        if level is None:
-            return Proof(text, "absent")
+        if rel in self.virtual:
+            if row not in self.ctx.F[rel]:
+                return Proof(text, "absent")
+            level = 1 << 62  # non-recursive: any instance is well-founded
+        else:
+            got = self.levels.get(rel, {}).get(row)
+            if got is None:
+                return Proof(text, "absent")
+            level = got
         best: tuple[int, ir.Rule, dict[str, ir.Value]] | None = None
         for rule in self.program.rules_for(rel):
             binding = unify(rule.head, row)
             if binding is None:
                 continue
             plan = self._plan(rule, set(binding))
-            for env in solve(plan, self.db.full, None, self.db.index, binding):
+            for env in solve(plan, self.ctx.F, None, self.ctx.index, binding):
                 top = max((self._level(a, env) for a in rule.body if isinstance(a, ir.Atom)),
                           default=-1)
                 if top < level and (best is None or top < best[0]):
@@ -180,7 +192,9 @@ class Prover:
         return node
 
     def _level(self, a: ir.Atom, env: Mapping[str, ir.Value]) -> int:
-        return self.db.full[a.rel][_ground(a, env)]
+        if a.rel in self.virtual:
+            return 0
+        return self.levels[a.rel][_ground(a, env)]
 
 
 def unify(head: ir.Atom, row: ir.Row) -> dict[str, ir.Value] | None:

@@ -36,6 +36,7 @@ from typing import Any
 from . import ir
 from .codegen import RunFn, compile_plan, solve
 from .database import Database
+from .demand import DemandContext, DemandPlans
 from .explain import unify
 from .plan import RulePlan, plan_bound, plan_variant
 
@@ -90,12 +91,22 @@ class OldIndex:
         return rows or default
 
 
-@dataclass(frozen=True)
 class _Variant:
-    plan: RulePlan
-    fn: RunFn
-    rel: str  # the relation read from the delta
-    negated: bool
+    """A rule with one body literal read from a delta; its code is generated on first use."""
+
+    __slots__ = ("_fn", "negated", "plan", "rel")
+
+    def __init__(self, plan: RulePlan, rel: str, negated: bool) -> None:
+        self.plan = plan
+        self.rel = rel  # the relation read from the delta
+        self.negated = negated
+        self._fn: RunFn | None = None
+
+    @property
+    def fn(self) -> RunFn:
+        if self._fn is None:
+            self._fn = compile_plan(self.plan)
+        return self._fn
 
 
 class Maintainer:
@@ -115,9 +126,10 @@ class Maintainer:
                     p = plan_variant(rule, i)
                     rel = p.delta_rel
                     assert rel is not None
-                    vs.append(_Variant(p, compile_plan(p), rel, isinstance(lit, ir.Neg)))
+                    vs.append(_Variant(p, rel, isinstance(lit, ir.Neg)))
                 self.variants[rid] = vs
         self._bound: dict[tuple[int, tuple[str, ...]], RulePlan] = {}
+        self.demand_plans = DemandPlans(program)
         # per stratum: delta relation -> variants reading it; and the recursive variants
         self.by_rel: dict[int, dict[str, list[_Variant]]] = {}
         self.inner: dict[int, list[_Variant]] = {}
@@ -141,16 +153,19 @@ class Maintainer:
         base: Mapping[str, Mapping[ir.Row, object]],
         inserted: Mapping[str, Rows],
         deleted: Mapping[str, Rows],
+        watch: frozenset[str] = frozenset(),
     ) -> dict[str, Change]:
         """Bring ``db`` up to date after ``base`` gained ``inserted`` and lost ``deleted``.
 
-        ``base`` is the new set of base facts; returns the net change of every relation.
+        ``base`` is the new set of base facts; returns the net change of every materialized
+        relation, and of the virtual relations in ``watch``.
         """
         changes: dict[str, Change] = defaultdict(Change)
         level = db.level
-        # base-only relations change directly
+        virtual = self.program.virtual
+        # base-only relations (and base facts of virtual relations) change directly
         for rel in sorted(set(inserted) | set(deleted)):
-            if rel in self.derived:
+            if rel in self.derived and rel not in virtual:
                 continue
             full = db.ensure(rel)
             plus = {r for r in inserted.get(rel, ()) if r not in full}
@@ -160,9 +175,72 @@ class Maintainer:
             changes[rel].added |= plus
             changes[rel].removed |= minus
         for st in self.program.strata:
+            if st.relations[0] in virtual:
+                continue
             level = self._stratum(db, st, base, inserted, deleted, changes, level)
         db.level = level
+        if watch:
+            self._virtual_changes(db, changes, watch)
         return {r: c for r, c in changes.items() if c}
+
+    def _virtual_changes(self, db: Database, changes: dict[str, Change],
+                         watch: frozenset[str]) -> None:
+        """Net changes of watched virtual relations (and the virtual ones they read), found
+        from the changes below them: candidates from delta variants, confirmed by asking the
+        old and the new state."""
+        program = self.program
+        needed = set(watch) & program.virtual
+        for st in reversed(program.strata):
+            r = st.relations[0]
+            if r in needed:
+                for rid in st.rules:
+                    for v in self.variants[rid]:
+                        if v.rel in program.virtual:
+                            needed.add(v.rel)
+        plans = self.demand_plans
+        F = db.full
+        lower = {r: c for r, c in changes.items() if c}
+        old_F: dict[str, Any] = dict(F)
+        for r, c in lower.items():  # materialized changes, and stored facts of virtual ones
+            old_F[r] = OldRelation(db.ensure(r), c.added, c.removed)
+        old_ix: dict[tuple[str, tuple[int, ...]], Any] = {}
+
+        def old_index(rel: str, cols: tuple[int, ...]) -> Any:
+            c = lower.get(rel)
+            if c is None:
+                return db.index(rel, cols)
+            k = (rel, cols)
+            if k not in old_ix:
+                old_ix[k] = OldIndex(db.index(rel, cols), cols, c.added, c.removed)
+            return old_ix[k]
+
+        old = DemandContext(program, plans, old_F, old_index)
+        new = DemandContext(program, plans, F, db.index)
+        for st in program.strata:
+            rel = st.relations[0]
+            if rel not in needed:
+                continue
+            lost_c: set[ir.Row] = set()
+            gained_c: set[ir.Row] = set()
+            for (dr, c) in list(changes.items()):
+                if not c:
+                    continue
+                for v in self.by_rel[st.index].get(dr, ()):
+                    minus = c.added if v.negated else c.removed
+                    plus = c.removed if v.negated else c.added
+                    if minus:
+                        v.fn(old.F, {dr: minus}, old.index, lost_c.add, {})
+                    if plus:
+                        v.fn(new.F, {dr: plus}, new.index, gained_c.add, {})
+            stored = changes.get(rel)  # base facts given for the virtual relation itself
+            if stored:
+                lost_c |= stored.removed
+                gained_c |= stored.added
+            # candidates over-approximate (a delta row under `not p(_)` need not flip it)
+            old_rel, new_rel = old.F[rel], new.F[rel]
+            lost = {x for x in lost_c if x in old_rel and x not in new_rel}
+            gained = {x for x in gained_c if x in new_rel and x not in old_rel}
+            changes[rel] = Change(gained, lost)
 
     # -- one stratum ---------------------------------------------------------------------------
 

@@ -104,6 +104,7 @@ class Relation:
     doc: tuple[str, ...] = ()
     declared: bool = False
     span: Span | None = None
+    annotations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,10 @@ class Program:
     files: list[str]
     warnings: list[Diagnostic] = field(default_factory=list)
     decision: str = "allowed"
+    #: derived relations answered on demand instead of materialized (engine/analysis.py)
+    virtual: frozenset[str] = frozenset()
+    #: compiled artifacts shared by every Reasoner of this program (plans, generated code)
+    compiled: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     def rules_for(self, rel: str) -> list[Rule]:
         return [r for r in self.rules if r.head.rel == rel]

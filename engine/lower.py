@@ -47,7 +47,7 @@ def lower(u: Unit, sources: dict[str, str], files: list[str]) -> ir.Program:
     for name, d in u.decls.items():
         relations[name] = ir.Relation(
             name, len(d.columns), tuple(c.name for c in d.columns),
-            tuple(c.type for c in d.columns), d.doc, True, d.span,
+            tuple(c.type for c in d.columns), d.doc, True, d.span, d.annotations,
         )
     for name, n in u.arity.items():
         if name not in relations:

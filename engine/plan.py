@@ -173,12 +173,12 @@ def order_body(
 
     if first is not None:
         # the delta literal goes first; a negated literal read from a delta binds its atom's
-        # variables from the delta rows (incremental maintenance, engine/incremental.py)
+        # variables from the delta rows (incremental maintenance, engine/incremental.py) and
+        # stays in the body as a check: `not p(_)` may still be false because of other rows
         lit = body[first]
         atom = lit.atom if isinstance(lit, ir.Neg) else lit
         assert isinstance(atom, ir.Atom)
         atoms = [a for a in atoms if a[0] != first]
-        others = [o for o in others if o[0] != first]
         steps.append(_scan(atom, first, "delta", bound))
     flush()
     while atoms:

@@ -8,6 +8,7 @@ none of it.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,6 +21,7 @@ from . import ir
 from .codegen import RunFn, compile_plan, solve
 from .compiler import compile_goal
 from .database import Database
+from .demand import DemandContext, DemandPlans
 from .evaluate import EvalStats, Evaluator
 from .explain import Explanation, Proof, Prover
 from .incremental import Change, Maintainer
@@ -54,14 +56,21 @@ def _value_ok(v: object) -> bool:
 class Reasoner:
     """Answers questions about a compiled program over base facts that change at run time."""
 
-    def __init__(self, program: ir.Program) -> None:
+    def __init__(self, program: ir.Program, watch: Iterable[str] | str = ()) -> None:
+        """``watch``: virtual relations whose changes every transaction reports (``"all"``)."""
         self.program = program
-        self._evaluator = Evaluator(program)
+        self._watch = frozenset(program.virtual if watch == "all" else
+                                ([watch] if isinstance(watch, str) else watch))
+        cache = program.compiled
+        if "reasoner" not in cache:  # compiled once per program, shared by its reasoners
+            cache["reasoner"] = (Evaluator(program), Maintainer(program), DemandPlans(program))
+        shared = cache["reasoner"]
+        assert isinstance(shared, tuple)
+        self._evaluator, self._maintainer, self._plans = shared
         self._base: dict[str, dict[ir.Row, Span | None]] = {r: {} for r in program.relations}
         for f in program.facts:
             self._base[f.rel].setdefault(f.row, f.span)
         self._db: Database | None = None
-        self._maintainer = Maintainer(program)
         self._lock = threading.RLock()
         self._goals: dict[str, _Goal] = {}
         self.stats: EvalStats | None = None
@@ -111,7 +120,7 @@ class Reasoner:
         return tx.changes
 
     @contextmanager
-    def transaction(self) -> Iterator[Transaction]:
+    def transaction(self, watch: Iterable[str] | str = ()) -> Iterator[Transaction]:
         """A batch of inserts and retracts applied atomically when the block ends.
 
         >>> with reasoner.transaction() as tx:            # doctest: +SKIP
@@ -121,12 +130,22 @@ class Reasoner:
 
         Nothing is applied if the block raises. Inside the block the reasoner still answers
         with the state before the transaction.
+
+        ``tx.changes`` always covers the materialized relations; relations answered on demand
+        (``program.virtual``, e.g. ``allowed``) are covered when named in ``watch`` (or with
+        ``watch="all"``), because their change can be as large as the platform.
         """
         tx = Transaction(self)
         yield tx
-        tx.changes = self._commit(tx)
+        if watch == "all":
+            names = frozenset(self.program.virtual)
+        else:
+            names = frozenset([watch] if isinstance(watch, str) else watch)
+            for n in names:
+                self._relation(n)
+        tx.changes = self._commit(tx, names | self._watch)
 
-    def _commit(self, tx: Transaction) -> Changes:
+    def _commit(self, tx: Transaction, watch: frozenset[str]) -> Changes:
         with self._lock:
             db = self._database()
             ins: dict[str, set[ir.Row]] = {}
@@ -142,7 +161,7 @@ class Reasoner:
                         dels.setdefault(rel, set()).add(row)
             if not ins and not dels:
                 return Changes({}, self.program.derived)
-            changed = self._maintainer.apply(db, self._base, ins, dels)
+            changed = self._maintainer.apply(db, self._base, ins, dels, watch)
             return Changes(changed, self.program.derived)
 
     def rebuild(self) -> None:
@@ -168,16 +187,28 @@ class Reasoner:
                 self._db = db
             return self._db
 
+    def _context(self) -> DemandContext:
+        """A read's view: materialized relations, and virtual ones evaluated on demand."""
+        db = self._database()
+        return DemandContext(self.program, self._plans, db.full, db.index)
+
+    def view(self) -> DemandContext:
+        """The current state as generated rule code reads it (``F``, ``index``); valid until
+        the next update. Internal tools (coverage, what-if) use it; applications use the
+        query methods."""
+        with self._lock:
+            return self._context()
+
     def rows(self, rel: str) -> set[ir.Row]:
-        """Every row of a relation, base or derived."""
+        """Every row of a relation, base or derived (a virtual one is evaluated in full)."""
         self._relation(rel)
         with self._lock:
-            return set(self._database().full[rel])
+            return set(self._context().F[rel])
 
     def all_rows(self) -> dict[str, set[ir.Row]]:
         with self._lock:
-            db = self._database()
-            return {r: set(db.full.get(r, ())) for r in sorted(self.program.relations)}
+            ctx = self._context()
+            return {r: set(ctx.F[r]) for r in sorted(self.program.relations)}
 
     def _goal(self, text: str) -> _Goal:
         g = self._goals.get(text)
@@ -194,53 +225,62 @@ class Reasoner:
         g = self._goal(goal)
         out: set[ir.Row] = set()
         with self._lock:
-            db = self._database()
-            g.fn(db.full, None, db.index, out.add, {})
+            ctx = self._context()
+            g.fn(ctx.F, None, ctx.index, out.add, {})
         return [dict(zip(g.names, row, strict=True)) for row in sorted(out, key=_sort_key)]
 
     def ask(self, goal: str) -> bool:
         """Whether the goal has at least one answer."""
         return bool(self.query(goal))
 
-    def check(self, subject: str, operation: str, resource: str) -> Decision:
-        """Is ``decision(subject, operation, resource)`` true? (``allowed/3`` by convention)."""
+    def _decision(self) -> str:
         rel = self.program.decision
         r = self._relation(rel)
         if r.arity != 3:
             raise GrantlogError([error("arity-mismatch",
                                        f"decision relation `{rel}` must have 3 columns",
                                        r.span or Span("<api>", 0, 0, 0, 0))])
+        return rel
+
+    def check(self, subject: str, operation: str, resource: str) -> Decision:
+        """Is ``decision(subject, operation, resource)`` true? (``allowed/3`` by convention).
+
+        Goal-directed: only what this one question needs is evaluated. ``reasons`` names the
+        rule that decided (first) and the rules below it in the proof.
+        """
+        rel = self._decision()
         row = (subject, operation, resource)
         with self._lock:
-            db = self._database()
-            if row not in db.full[rel]:
+            ctx = self._context()
+            if row not in ctx.F[rel]:
                 return Decision(False, ())
-            proof = self._prover(db).prove(rel, row)
+            proof = self._prover(ctx).prove(rel, row)
         return Decision(True, tuple(proof.rule_names()))
 
-    def _prover(self, db: Database) -> Prover:
+    def _prover(self, ctx: DemandContext) -> Prover:
         def origin(rel: str, row: ir.Row) -> Span | str | None:
             base = self._base.get(rel, {})
             if row not in base:
                 return None
             return base[row] or INSERTED
 
-        return Prover(self.program, db, origin)
+        db = self._database()
+        return Prover(self.program, db.full, ctx, origin)
 
     def explain(self, goal: str) -> Explanation:
         """Why the goal holds: a proof tree for its first answer (see engine/explain.py)."""
         g = self._goal(goal)
         with self._lock:
-            db = self._database()
+            ctx = self._context()
             plan = plan_bound(g.rule, set())
             answers = sorted(
-                (env for env in solve(plan, db.full, None, db.index, {})),
+                (env for env in solve(plan, ctx.F, None, ctx.index, {})),
                 key=lambda e: _sort_key(tuple(e[n] for n in g.names)),
             )
             if not answers:
                 return Explanation(goal, False, {}, None)
             env = answers[0]
-            prover = self._prover(db)
+            prover = self._prover(ctx)
             bindings = {n: env[n] for n in g.names}
             if len(g.body) == 1 and isinstance(g.body[0], ir.Atom):
                 atom = g.body[0]
@@ -250,6 +290,27 @@ class Reasoner:
             node = prover.instance(g.rule, env, goal, 0)
             root = Proof(goal, "goal", None, bindings, None, node.children)
             return Explanation(goal, True, bindings, root)
+
+    def list(
+        self, subject: str, operation: str, type: str | None = None
+    ) -> builtins.list[ir.Value]:
+        """The resources ``subject`` may perform ``operation`` on, sorted; with ``type``, only
+        resources with ``entity(resource, type)`` (the prelude's entity relation)."""
+        rel = self._decision()
+        with self._lock:
+            ctx = self._context()
+            found = [row[2] for row in ctx.lookup(rel, (0, 1), (subject, operation))]
+            if type is not None:
+                self._relation("entity")
+                found = [x for x in found if ctx.lookup("entity", (0, 1), (x, type))]
+        return sorted(set(found), key=_value_key)
+
+    def who(self, operation: str, resource: str) -> builtins.list[ir.Value]:
+        """The subjects that may perform ``operation`` on ``resource``, sorted."""
+        rel = self._decision()
+        with self._lock:
+            found = {row[0] for row in self._context().lookup(rel, (1, 2), (operation, resource))}
+        return sorted(found, key=_value_key)
 
 
 class Transaction:
@@ -310,6 +371,10 @@ class Changes:
                   "lost": [list(r) for r in sorted(c.removed, key=_sort_key)]}
             for rel, c in sorted(self.by_relation.items())
         }
+
+
+def _value_key(v: ir.Value) -> tuple[int, str | int]:
+    return (0, v) if isinstance(v, int) else (1, v)
 
 
 def _sort_key(row: ir.Row) -> tuple[tuple[int, str | int], ...]:

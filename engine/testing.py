@@ -50,7 +50,7 @@ class Coverage:
         return (rule.span.file, rule.span.line, rule.span.col)
 
     def observe(self, program: ir.Program, r: Reasoner) -> None:
-        db = r.database()
+        ctx = r.view()
         for rule in program.rules:
             k = self.key(rule)
             self.rules.setdefault(k, rule)
@@ -58,7 +58,7 @@ class Coverage:
                 continue
             fn = compile_plan(plan_bound(rule, set()))
             try:
-                fn(db.full, None, db.index, _stop, {})
+                fn(ctx.F, None, ctx.index, _stop, {})
             except _Fired:
                 self.fired.add(k)
 

@@ -88,6 +88,7 @@ class Decl:
     name: str
     columns: tuple[Column, ...] = ()
     doc: tuple[str, ...] = ()
+    annotations: tuple[str, ...] = ()
     span: Span = field(default=NO_SPAN, compare=False, repr=False, kw_only=True)
 
 

@@ -83,7 +83,8 @@ def expect(e: ast.Expect, indent: str) -> list[str]:
 
 def decl(d: ast.Decl) -> list[str]:
     cols = ", ".join(f"{c.name}: {c.type}" if c.type else c.name for c in d.columns)
-    return [*_docs(d.doc, ""), f"rel {d.name}({cols})."]
+    notes = "".join(f"@{a} " for a in d.annotations)
+    return [*_docs(d.doc, ""), f"{notes}rel {d.name}({cols})."]
 
 
 def _item_lines(item: ast.Statement | ast.Expect, indent: str) -> list[str]:

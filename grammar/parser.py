@@ -55,11 +55,16 @@ _FRIENDLY = {
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
 
+#: annotations a relation declaration may carry
+ANNOTATIONS = ("materialize", "demand", "decision")
+
+
 class _SpannedSyntaxError(Exception):
-    def __init__(self, message: str, span: Span) -> None:
+    def __init__(self, message: str, span: Span, known: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.span = span
+        self.help = f"annotations are {known}" if known else None
 
 
 def _meta_span(file: str, meta: Meta) -> Span:
@@ -157,9 +162,15 @@ class _ToAst(Transformer[Token, Any]):
         name, typ = ch
         return ast.Column(str(name), str(typ) if typ is not None else None, span=self._s(meta))
 
+    def annotation(self, meta: Meta, ch: list[Token]) -> tuple[str, Span]:
+        return (str(ch[0]), self._s(meta))
+
     def decl(self, meta: Meta, ch: list[Any]) -> ast.Decl:
-        cols = tuple(c for c in ch[1:] if c is not None)
-        return ast.Decl(str(ch[0]), cols, span=self._s(meta))
+        notes = [c for c in ch if isinstance(c, tuple)]
+        rest = [c for c in ch if not isinstance(c, tuple)]
+        cols = tuple(c for c in rest[1:] if c is not None)
+        return ast.Decl(str(rest[0]), cols, annotations=tuple(n for n, _ in notes),
+                        span=self._s(meta))
 
     def import_stmt(self, meta: Meta, ch: list[Any]) -> ast.Import:
         sp = _tok_span(self.file, ch[0])
@@ -283,7 +294,7 @@ def _run(text: str, file: str, start: str) -> tuple[Any, list[Token], list[tuple
         inner = e.orig_exc
         if isinstance(inner, _SpannedSyntaxError):
             raise GrantlogError(
-                [error("syntax-error", inner.message, inner.span)], {file: text}
+                [error("syntax-error", inner.message, inner.span, inner.help)], {file: text}
             ) from None
         raise
     except LarkError as e:  # pragma: no cover - defensive: any other Lark failure

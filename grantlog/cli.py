@@ -21,8 +21,9 @@ from grantlog.engine.ir import Program, show_atom, show_value
 from grantlog.engine.lint import lint
 from grantlog.engine.loader import expand_paths, read_source
 from grantlog.engine.testing import Coverage, run_tests
+from grantlog.engine.whatif import diff_programs
 from grantlog.grammar import format_text
-from grantlog.grammar.diagnostics import GrantlogError, Span, error, render_all
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, render_all
 from grantlog.rules import model_path, models
 
 EXIT_OK, EXIT_NO, EXIT_USER, EXIT_INTERNAL = 0, 1, 2, 3
@@ -229,6 +230,45 @@ def cmd_models(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_diff(a: argparse.Namespace) -> int:
+    nowhere = Span("<command line>", 0, 0, 0, 0)
+    if not (a.before or a.after or a.facts_before or a.facts_after):
+        raise GrantlogError([error(
+            "no-input", "nothing to compare", nowhere,
+            "give --before FILE... --after FILE..., or RULES... with --facts-before F... "
+            "and/or --facts-after F...")])
+    shared: list[str] = []
+    if a.model:
+        path = model_path(a.model)
+        if path is None:
+            names = ", ".join(f"`{m.name}`" for m in models()) or "none"
+            raise GrantlogError([error("unknown-model", f"no shipped model `{a.model}`",
+                                       nowhere, f"shipped models: {names}")])
+        shared.append(str(path))
+    shared += a.files
+    sides: list[Program] = []
+    shown: list[Diagnostic] = []
+    for name, files, facts in (("before", a.before, a.facts_before),
+                               ("after", a.after, a.facts_after)):
+        paths = shared + list(files or []) + list(facts or [])
+        if not paths:
+            raise GrantlogError([error("no-input", f"no rule files for the {name} side", nowhere,
+                                       "shared RULES go before the options, or name the files "
+                                       f"with --{name}")])
+        program = compile_program(None, paths, strict=a.strict)
+        fresh = [w for w in program.warnings if w not in shown]  # shared files warn once
+        if fresh:
+            sys.stderr.write(render_all(fresh, program.sources) + "\n")
+            shown += fresh
+        sides.append(program)
+    result = diff_programs(sides[0], sides[1], a.relation, proofs=not a.no_proofs)
+    if a.json:
+        _out(json.dumps(result.to_dict(proofs=not a.no_proofs), indent=2, ensure_ascii=False))
+    else:
+        _out(result.render(proofs=not a.no_proofs))
+    return EXIT_NO if result else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="grantlog", description=__doc__.split("\n")[0]
                                 if __doc__ else None)
@@ -289,6 +329,22 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("paths", nargs="+", metavar="PATH")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_lint)
+
+    sp = add("diff", "what-if: the facts of a relation gained and lost between two rule sets "
+             "(--before/--after) or one rule set under two fact sets (--facts-before/-after)")
+    sp.add_argument("files", nargs="*", metavar="RULES",
+                    help="files shared by both sides (put them before the options)")
+    sp.add_argument("--model", "-m", help="a shipped model, shared by both sides")
+    for side in ("before", "after"):
+        sp.add_argument(f"--{side}", action="extend", nargs="+", metavar="FILE",
+                        help=f"rule and fact files of the {side} side only")
+        sp.add_argument(f"--facts-{side}", action="extend", nargs="+", metavar="FILE",
+                        help=f"fact files of the {side} side only")
+    sp.add_argument("--relation", "-r", default="allowed",
+                    help="the relation to compare (default: allowed)")
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--no-proofs", action="store_true", help="list the facts without proofs")
+    sp.set_defaults(fn=cmd_diff)
     return p
 
 

@@ -139,7 +139,8 @@ def _syntax_error(text: str) -> grantlog.Diagnostic:
     # after a body atom only `,` or `.` can follow; `:-` cannot
     ("p(X) :- q(X) r(X).\n", "expected `,`, `.`"),
     # at the start of a file `import`, `rel`, `test` and the end of input are all fine too
-    ("Edge(1, 2).\n", "expected `import`, `rel`, `test`, doc comment, end of input, identifier"),
+    ("Edge(1, 2).\n",
+     "expected `@`, `import`, `rel`, `test`, doc comment, end of input, identifier"),
 ], ids=["inside-atom", "between-literals", "file-start"])
 def test_syntax_help_lists_exactly_the_acceptable_tokens(text: str, help_: str) -> None:
     d = _syntax_error(text)

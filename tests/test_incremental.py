@@ -27,7 +27,7 @@ def _snapshot(r: grantlog.Reasoner) -> dict[str, set[Row]]:
 def test_transactions_match_scratch_and_report_the_difference(data: st.DataObject) -> None:
     prog = data.draw(gen.programs(), label="program")
     note(prog.text())
-    r = grantlog.Reasoner(grantlog.compile(prog.text()))
+    r = grantlog.Reasoner(grantlog.compile(prog.text()), watch="all")
     current = {rel: set(rows) for rel, rows in prog.facts.items()}
     for _ in range(data.draw(st.integers(1, 4), label="transactions")):
         ops = data.draw(gen.updates(prog), label="ops")
@@ -58,7 +58,8 @@ def test_transaction_is_atomic_on_error() -> None:
 
 def test_negation_retracts_above_an_insert() -> None:
     r = grantlog.Reasoner(grantlog.compile(
-        "allowed(U) :- user(U), not banned(U).\nuser(a). user(b).\nrel banned(u)."))
+        "allowed(U) :- user(U), not banned(U).\nuser(a). user(b).\nrel banned(u)."),
+        watch="allowed")
     ch = r.insert("banned", [("a",)])
     assert ch.lost("allowed") == {("a",)} and ch.gained("banned") == {("a",)}
     assert set(ch.derived) == {"allowed"}
@@ -89,7 +90,7 @@ def run_transcript(text: str, name: str) -> str:
     """``program %% ops``: ops are `insert atom.`, `retract atom.`, `commit`; the output lists,
     per commit, the changes of every relation as `+fact` / `-fact` lines."""
     program, _, script = text.partition("%%\n")
-    r = grantlog.Reasoner(grantlog.compile(program, filename=name))
+    r = grantlog.Reasoner(grantlog.compile(program, filename=name), watch="all")
     out: list[str] = []
     tx_ops: list[tuple[str, str, Row]] = []
     for line in script.splitlines():

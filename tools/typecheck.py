@@ -24,7 +24,7 @@ def main() -> int:
     pkg = STAGE / "grantlog"
     pkg.mkdir(parents=True)
     for f in (ROOT / "grantlog").iterdir():
-        if f.suffix in (".py", ".typed"):
+        if f.suffix in (".py", ".typed") or (f.is_dir() and (f / "__init__.py").exists()):
             os.symlink(f, pkg / f.name)
     for name, folder in MAPPING.items():
         os.symlink(ROOT / folder, pkg / name)

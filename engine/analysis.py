@@ -1,10 +1,12 @@
 """Which relations are materialized and which are answered on demand; the decision relation.
 
-Materialized (kept in memory, maintained incrementally): base relations, every relation of a
-recursive stratum (hierarchy closures, nested memberships), and everything a materialized
-relation depends on. Every other derived relation is *virtual*: evaluated goal-directed when a
-read needs it, with the read's bound arguments pushed into its rules (engine/demand.py), so a
-check never materializes subject × object. Virtual relations are non-recursive by construction.
+Materialized (kept in memory, maintained incrementally): base relations, every recursive
+relation that does not depend on the decision relation (hierarchy closures, nested
+memberships), and everything a materialized relation depends on. Every other derived relation
+is *virtual*: evaluated goal-directed when a read needs it, with the read's bound arguments
+pushed into its rules (engine/demand.py), so a check never materializes subject × object. The
+decision relation and what is built on it stay virtual even when recursive (one operation's
+permission defined through another's); demand evaluation tables recursive calls.
 
 Annotations override the analysis: ``@materialize rel holds(...)`` keeps a small non-recursive
 relation in memory (it and what it depends on), ``@demand`` forces a relation virtual, and
@@ -50,9 +52,6 @@ def analyse(program: ir.Program) -> list[Diagnostic]:
     derived = program.derived
     forced = {n for n, r in rels.items() if "materialize" in r.annotations}
     demand = {n for n, r in rels.items() if "demand" in r.annotations}
-    for n in sorted(demand & recursive):
-        diags.append(error("bad-annotation", f"`{n}` is recursive and cannot be `@demand`",
-                           where(n), "recursive relations are always materialized"))
     for n in sorted(demand & forced):
         diags.append(error("bad-annotation", f"`{n}` is both `@demand` and `@materialize`",
                            where(n)))
@@ -60,9 +59,27 @@ def analyse(program: ir.Program) -> list[Diagnostic]:
         diags.append(error("bad-annotation", f"`{n}` has no rules; only derived relations "
                            "can be `@demand`", where(n)))
 
-    # materialized: recursive and forced relations, closed under dependencies
-    materialized = set(recursive | forced) - demand
-    stack: list[str] = sorted(materialized)
+    # the decision relation and everything built on it: never materialized by default, even
+    # when recursive (e.g. one operation's permission defined through another's)
+    users: dict[str, set[str]] = {}
+    for head, ds in deps.items():
+        for dep in ds:
+            users.setdefault(dep, set()).add(head)
+    above: set[str] = set()
+    stack: list[str] = [program.decision] if program.decision in derived else []
+    while stack:
+        r = stack.pop()
+        if r not in above:
+            above.add(r)
+            stack.extend(users.get(r, ()))
+    on_demand_sccs = {st.index for st in program.strata
+                      if set(st.relations) & (above | demand)}
+
+    # materialized: other recursive relations and forced ones, closed under dependencies
+    seeds = {r for st in program.strata if st.recursive and st.index not in on_demand_sccs
+             for r in st.relations}
+    materialized = (seeds | forced) - demand
+    stack = sorted(materialized)
     while stack:
         r = stack.pop()
         for dep in deps.get(r, set()):
@@ -74,4 +91,5 @@ def analyse(program: ir.Program) -> list[Diagnostic]:
                            f"`{n}` is `@demand` but a materialized relation depends on it",
                            where(n), "materialized relations can only use materialized ones"))
     program.virtual = frozenset(derived - materialized)
+    del recursive
     return diags

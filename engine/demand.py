@@ -35,7 +35,8 @@ class DemandPlans:
         k = (rule.index, bound)
         f = self.cache.get(k)
         if f is None:
-            f = self.cache[k] = compile_plan(plan_bound(rule, set(bound)))
+            f = self.cache[k] = compile_plan(
+                plan_bound(rule, set(bound), self.program.virtual))
         return f
 
 
@@ -50,6 +51,12 @@ class DemandContext:
         self.full = full
         self.base_index = index
         self.memo: dict[tuple[str, tuple[int, ...], Key], dict[ir.Row, None]] = {}
+        # tabling state for recursive virtual relations
+        self.stack: list[tuple[str, tuple[int, ...], Key]] = []
+        self.partial: list[dict[ir.Row, None]] = []
+        self.active: dict[tuple[str, tuple[int, ...], Key], int] = {}
+        self.low: list[int] = [1 << 30]
+        self.recursive_hits: set[int] = set()
         self.F = _Relations(self)
 
     def index(self, rel: str, cols: tuple[int, ...]) -> Any:
@@ -67,11 +74,54 @@ class DemandContext:
         return self.demand(rel, cols, key)
 
     def demand(self, rel: str, cols: tuple[int, ...], key: Key) -> dict[ir.Row, None]:
+        """Rows of virtual ``rel`` whose ``cols`` equal ``key``, tabled.
+
+        Recursive virtual relations (the decision relation defined through itself) are
+        handled like SLG tabling without negation in cycles (stratification rules it out): a
+        call that meets a call still on the stack gets that call's answers so far and marks
+        the cycle; the oldest call of the cycle (its leader) re-evaluates until its answers
+        stop growing, and only then are the cycle's answers memoized as complete.
+        """
         mk = (rel, cols, key)
         got = self.memo.get(mk)
         if got is not None:
             return got
+        pos = self.active.get(mk)
+        if pos is not None:  # a recursive call: answers so far; the caller is incomplete
+            self.recursive_hits.add(pos)
+            if pos < self.low[-1]:
+                self.low[-1] = pos
+            return dict(self.partial[pos])  # a snapshot: the caller iterates it
+        depth = len(self.stack)
         out: dict[ir.Row, None] = {}
+        self.stack.append(mk)
+        self.partial.append(out)
+        self.active[mk] = depth
+        self.low.append(depth)
+        self.recursive_hits.discard(depth)
+        try:
+            while True:
+                before = len(out)
+                self._evaluate(rel, cols, key, out)
+                if self.low[-1] < depth:  # inside a cycle led further down the stack
+                    break
+                if depth not in self.recursive_hits or len(out) == before:
+                    break  # no cycle through this call, or its answers reached a fixpoint
+        finally:
+            low = self.low.pop()
+            self.stack.pop()
+            self.partial.pop()
+            del self.active[mk]
+        if low < depth:  # part of a cycle led further down: not complete yet, not memoized
+            if low < self.low[-1]:
+                self.low[-1] = low
+            return out
+        self.recursive_hits.discard(depth)
+        self.memo[mk] = out
+        return out
+
+    def _evaluate(self, rel: str, cols: tuple[int, ...], key: Key,
+                  out: dict[ir.Row, None]) -> None:
         add = out.setdefault
         stored = self.full.get(rel)
         if stored:  # base facts given for a virtual relation are stored like any others
@@ -95,8 +145,6 @@ class DemandContext:
                 continue
             fn = self.plans.fn(rule, frozenset(binding))
             fn(self.F, None, self.index, add, binding)
-        self.memo[mk] = out
-        return out
 
 
 class _Relations(Mapping[str, Any]):

@@ -175,7 +175,7 @@ class Maintainer:
             changes[rel].added |= plus
             changes[rel].removed |= minus
         for st in self.program.strata:
-            if st.relations[0] in virtual:
+            if st.relations[0] in virtual:  # a stratum is virtual as a whole
                 continue
             level = self._stratum(db, st, base, inserted, deleted, changes, level)
         db.level = level
@@ -191,8 +191,8 @@ class Maintainer:
         program = self.program
         needed = set(watch) & program.virtual
         for st in reversed(program.strata):
-            r = st.relations[0]
-            if r in needed:
+            if set(st.relations) & needed:
+                needed |= set(st.relations)
                 for rid in st.rules:
                     for v in self.variants[rid]:
                         if v.rel in program.virtual:
@@ -217,30 +217,60 @@ class Maintainer:
         old = DemandContext(program, plans, old_F, old_index)
         new = DemandContext(program, plans, F, db.index)
         for st in program.strata:
-            rel = st.relations[0]
-            if rel not in needed:
+            rels = set(st.relations)
+            if not rels & needed:
                 continue
-            lost_c: set[ir.Row] = set()
-            gained_c: set[ir.Row] = set()
-            for (dr, c) in list(changes.items()):
-                if not c:
-                    continue
-                for v in self.by_rel[st.index].get(dr, ()):
-                    minus = c.added if v.negated else c.removed
-                    plus = c.removed if v.negated else c.added
-                    if minus:
-                        v.fn(old.F, {dr: minus}, old.index, lost_c.add, {})
-                    if plus:
-                        v.fn(new.F, {dr: plus}, new.index, gained_c.add, {})
-            stored = changes.get(rel)  # base facts given for the virtual relation itself
-            if stored:
-                lost_c |= stored.removed
-                gained_c |= stored.added
-            # candidates over-approximate (a delta row under `not p(_)` need not flip it)
-            old_rel, new_rel = old.F[rel], new.F[rel]
-            lost = {x for x in lost_c if x in old_rel and x not in new_rel}
-            gained = {x for x in gained_c if x in new_rel and x not in old_rel}
-            changes[rel] = Change(gained, lost)
+            # candidates from the changes below, then (recursive stratum) from the confirmed
+            # changes of the stratum itself, until nothing new is confirmed
+            lost_c: dict[str, set[ir.Row]] = {r: set() for r in rels}
+            gained_c: dict[str, set[ir.Row]] = {r: set() for r in rels}
+            by_rel = self.by_rel[st.index]
+            for dr, c in list(changes.items()):
+                if c and dr not in rels:
+                    for v in by_rel.get(dr, ()):
+                        self._candidates(v, dr, c, old, new, lost_c, gained_c)
+            for r in rels:
+                stored = changes.get(r)  # base facts given for the virtual relation itself
+                if stored:
+                    lost_c[r] |= stored.removed
+                    gained_c[r] |= stored.added
+            confirmed = {r: Change() for r in rels}
+            while True:
+                frontier: dict[str, Change] = {}
+                for r in rels:
+                    # candidates over-approximate (a delta row under `not p(_)` need not flip)
+                    old_rel, new_rel = old.F[r], new.F[r]
+                    lost = {x for x in lost_c[r] - confirmed[r].removed
+                            if x in old_rel and x not in new_rel}
+                    gained = {x for x in gained_c[r] - confirmed[r].added
+                              if x in new_rel and x not in old_rel}
+                    lost_c[r].clear()
+                    gained_c[r].clear()
+                    if lost or gained:
+                        frontier[r] = Change(gained, lost)
+                        confirmed[r].added |= gained
+                        confirmed[r].removed |= lost
+                if not frontier or not st.recursive:
+                    break
+                for v in self.inner[st.index]:
+                    fc = frontier.get(v.rel)
+                    if fc:
+                        self._candidates(v, v.rel, fc, old, new, lost_c, gained_c)
+            for r in rels:
+                changes[r] = confirmed[r]
+
+    @staticmethod
+    def _candidates(v: _Variant, dr: str, c: Change, old: DemandContext, new: DemandContext,
+                    lost_c: dict[str, set[ir.Row]], gained_c: dict[str, set[ir.Row]]) -> None:
+        """Head rows that may have lost (old-state derivations through a removed row) or
+        gained (new-state derivations through an added row) support from ``c``."""
+        minus = c.added if v.negated else c.removed
+        plus = c.removed if v.negated else c.added
+        head = v.plan.head.rel
+        if minus:
+            v.fn(old.F, {dr: minus}, old.index, lost_c[head].add, {})
+        if plus:
+            v.fn(new.F, {dr: plus}, new.index, gained_c[head].add, {})
 
     # -- one stratum ---------------------------------------------------------------------------
 

@@ -129,13 +129,19 @@ def _scan(lit: ir.Atom, pos: int, source: Source, bound: set[str]) -> Scan:
                 tuple(out), tuple(eqs), pos)
 
 
-def _score(lit: ir.Atom, bound: set[str]) -> tuple[int, int]:
+def _score(lit: ir.Atom, bound: set[str], virtual: frozenset[str]) -> tuple[int, int, int, int]:
+    """Most bound columns first; a fully bound atom (a membership test) before a lookup; a
+    stored relation before a virtual one, whose lookups evaluate rules."""
     n = sum(1 for t in lit.args if not is_anon(t) and _bound_term(t, bound))
-    return (1 if n else 0, n)
+    full = n == len(lit.args)
+    return (1 if n or full else 0, 1 if full else 0, 0 if lit.rel in virtual else 1, n)
 
 
 def order_body(
-    body: tuple[ir.Lit, ...], pre_bound: set[str] | None = None, first: int | None = None
+    body: tuple[ir.Lit, ...],
+    pre_bound: set[str] | None = None,
+    first: int | None = None,
+    virtual: frozenset[str] = frozenset(),
 ) -> list[Step]:
     bound = set(pre_bound or ())
     steps: list[Step] = []
@@ -182,7 +188,7 @@ def order_body(
         steps.append(_scan(atom, first, "delta", bound))
     flush()
     while atoms:
-        best = max(atoms, key=lambda a: _score(a[1], bound))
+        best = max(atoms, key=lambda a: _score(a[1], bound, virtual))
         atoms.remove(best)
         steps.append(_scan(best[1], best[0], "full", bound))
         flush()
@@ -205,7 +211,9 @@ def plan_variant(rule: ir.Rule, position: int) -> RulePlan:
     return RulePlan(rule, rule.head, tuple(order_body(rule.body, first=position)), position)
 
 
-def plan_bound(rule: ir.Rule, pre_bound: set[str]) -> RulePlan:
-    """A plan for the body with some variables already bound (explanations, queries)."""
-    steps = order_body(rule.body, pre_bound)
+def plan_bound(
+    rule: ir.Rule, pre_bound: set[str], virtual: frozenset[str] = frozenset()
+) -> RulePlan:
+    """A plan for the body with some variables already bound (explanations, queries, demand)."""
+    steps = order_body(rule.body, pre_bound, virtual=virtual)
     return RulePlan(rule, rule.head, tuple(steps), None, tuple(sorted(pre_bound)))

@@ -29,14 +29,16 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check grantlog grammar engine spark_bridge rules tests benchmarks
+	$(BIN)/ruff check grantlog grammar engine spark_bridge rules tests benchmarks tools
 	$(BIN)/grantlog fmt --check rules examples tests/cases
+	$(BIN)/python tools/gen_model_docs.py --check
 
 typecheck: $(STAMP)
 	$(BIN)/python tools/typecheck.py
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/datalog_bench.py
+	$(BIN)/python benchmarks/incremental_bench.py
 
 clean:
 	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache .hypothesis .typecheck

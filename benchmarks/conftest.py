@@ -9,6 +9,8 @@ import pytest
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    if parent.session.isinitpath(file_path):
+        return None  # named on the command line: pytest collects it itself
     if file_path.suffix == ".py" and file_path.name.startswith("bench_"):
         module: pytest.Module = pytest.Module.from_parent(parent, path=file_path)
         return module

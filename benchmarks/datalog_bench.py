@@ -443,9 +443,9 @@ def tables(ms: Sequence[Measured], args: argparse.Namespace) -> str:
         "fact list):",
         "",
         "| case | grantlog compile | insert | first read | grantlog min / max | grantlog CPU "
-        "| rounds | pyDatalog assert | load | query | pyDatalog min / max | pyDatalog CPU "
-        "| RSS before (g / p) MiB |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| facts per CPU-s | rounds | pyDatalog assert | load | query | pyDatalog min / max "
+        "| pyDatalog CPU | RSS before (g / p) MiB |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for m in ms:
         g, p = m.runs["grantlog"], m.runs["pyDatalog"]
@@ -454,7 +454,8 @@ def tables(ms: Sequence[Measured], args: argparse.Namespace) -> str:
         lines.append(
             f"| {m.case.key} | {med_phase(g, 'compile'):.3f} | {med_phase(g, 'insert'):.3f} "
             f"| {med_phase(g, 'read'):.3f} | {min(gt):.3f} / {max(gt):.3f} "
-            f"| {med(g, 'cpu'):.3f} | {g[0].get('iterations')} | {med_phase(p, 'assert'):.2f} "
+            f"| {med(g, 'cpu'):.3f} | {m.expected / med(g, 'cpu'):,.0f} "
+            f"| {g[0].get('iterations')} | {med_phase(p, 'assert'):.2f} "
             f"| {med_phase(p, 'load'):.3f} | {med_phase(p, 'query'):.2f} "
             f"| {min(pt):.2f} / {max(pt):.2f} | {med(p, 'cpu'):.2f} "
             f"| {mib(g[0]['rss_before_kb'])} / {mib(p[0]['rss_before_kb'])} |")
@@ -478,14 +479,20 @@ def report(ms: Sequence[Measured], args: argparse.Namespace, argv: Sequence[str]
     cmd = " ".join([".venv/bin/python", "benchmarks/datalog_bench.py", *argv])
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     mode = "quick" if args.quick else "full"
+    mode += "" if [m.case.key for m in ms] == list(cases(args.quick)) else " (some cases)"
     uname = platform.uname()
+    end = os.getloadavg()
+    busy = ("; **other jobs competed for the CPUs: wall times are inflated, compare the CPU "
+            "column**" if max(load[1], end[1]) > (os.cpu_count() or 1) else "")
     tree = next((m for m in ms if m.case.key == "tree"), None)
     verdicts = []
     if tree is not None and not args.quick:
         rate = tree.expected / med(tree.runs["grantlog"])
+        cpu_rate = tree.expected / med(tree.runs["grantlog"], "cpu")
         verdicts.append(f"- ≥ 300,000 derived facts/s on the 100k-node tree closure: "
                         f"**{'met' if rate >= 300_000 else 'NOT met'}** ({rate:,.0f}/s, "
-                        "compile + insert + first read, the API path)")
+                        "compile + insert + first read, the API path, wall clock; per CPU "
+                        f"second {cpu_rate:,.0f}/s)")
         if all("scratch" in r for r in tree.runs["grantlog"]):
             rate = tree.expected / med(tree.runs["grantlog"], "scratch")
             verdicts.append(f"  - from-scratch evaluation alone (`rebuild()` + read): "
@@ -500,8 +507,9 @@ def report(ms: Sequence[Measured], args: argparse.Namespace, argv: Sequence[str]
 
 Command: `{cmd}`
 
-- machine: {os.cpu_count()} cores, shared and noisy (load average at start
-  {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}); {uname.system} {uname.release} {uname.machine}
+- machine: {os.cpu_count()} cores, shared and noisy (1/5/15-min load average at start
+  {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}, at the end {end[0]:.2f} / {end[1]:.2f} /
+  {end[2]:.2f}){busy}; {uname.system} {uname.release} {uname.machine}
 - Python {platform.python_version()} ({platform.python_implementation()}), pyDatalog
   {importlib.metadata.version("pyDatalog")}, grantlog {git_rev()}
 - node ids: {args.ids}; every measurement in a fresh subprocess; grantlog {args.repeat}
@@ -509,9 +517,9 @@ Command: `{cmd}`
   {time.time() - started:,.0f} s
 - checked before reporting: every run of both engines returned the same set (SHA-256 of the
   sorted rows) of the size computed directly by the script
-- grantlog s = `compile` + `Reasoner` + `insert` + first `rows` (the public API path: with
-  this engine version the bulk insert is evaluated by the incremental maintainer if a
-  materialization exists); from-scratch = `rebuild()` + `rows` in the same worker, afterwards
+- grantlog s = `compile` + `Reasoner` + `insert` + first `rows`, the public API path (whichever
+  of `insert` and the first read evaluates); from-scratch = `rebuild()` + `rows` in the same
+  worker, afterwards
 
 {shapes}
 
@@ -525,7 +533,9 @@ Targets:
 def update_results(section: str, mode: str, path: Path) -> None:
     begin, end = f"<!-- datalog_bench:{mode} -->", f"<!-- /datalog_bench:{mode} -->"
     header = ("# Benchmark results\n\nWritten by `benchmarks/datalog_bench.py` (see "
-              "`benchmarks/README.md`); each mode's section is replaced by its latest run.\n")
+              "`benchmarks/README.md`); one section per mode and case selection, each "
+              "replaced by its latest run; other benchmark scripts keep their own marked "
+              "sections.\n")
     text = path.read_text() if path.exists() else header
     block = f"{begin}\n{section}{end}"
     if begin in text and end in text:
@@ -615,7 +625,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     section = report(measured, args, argv, started, load)
     print(section)
     if not args.no_write:
-        update_results(section, "quick" if args.quick else "full", args.results)
+        mode = "quick" if args.quick else "full"
+        if keys != list(all_cases):
+            mode += ":" + ",".join(keys)
+        if args.ids != "int":
+            mode += ":" + args.ids
+        update_results(section, mode, args.results)
         log(f"updated {args.results}")
     return 0
 

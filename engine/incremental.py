@@ -180,10 +180,10 @@ class Maintainer:
             level = self._stratum(db, st, base, inserted, deleted, changes, level)
         db.level = level
         if watch:
-            self._virtual_changes(db, changes, watch)
+            self.virtual_changes(db, changes, watch)
         return {r: c for r, c in changes.items() if c}
 
-    def _virtual_changes(self, db: Database, changes: dict[str, Change],
+    def virtual_changes(self, db: Database, changes: dict[str, Change],
                          watch: frozenset[str]) -> None:
         """Net changes of watched virtual relations (and the virtual ones they read), found
         from the changes below them: candidates from delta variants, confirmed by asking the

@@ -23,11 +23,15 @@ from .compiler import compile_goal
 from .database import Database
 from .demand import DemandContext, DemandPlans
 from .evaluate import EvalStats, Evaluator
-from .explain import Explanation, Proof, Prover
+from .explain import Explanation, Proof, Prover, WhyNot
 from .incremental import Change, Maintainer
 from .plan import plan_bound
 
 INSERTED = "inserted at run time"
+#: a transaction touching at least BULK_MIN base rows and more than 1/BULK_RATIO of all base
+#: rows is applied by re-evaluating from scratch (and diffing) instead of by DRed
+BULK_MIN = 1000
+BULK_RATIO = 4
 
 
 @dataclass(frozen=True)
@@ -161,8 +165,29 @@ class Reasoner:
                         dels.setdefault(rel, set()).add(row)
             if not ins and not dels:
                 return Changes({}, self.program.derived)
-            changed = self._maintainer.apply(db, self._base, ins, dels, watch)
+            n = sum(map(len, ins.values())) + sum(map(len, dels.values()))
+            if n >= BULK_MIN and n * BULK_RATIO > sum(map(len, self._base.values())):
+                changed = self._rebuild_and_diff(db, watch)
+            else:
+                changed = self._maintainer.apply(db, self._base, ins, dels, watch)
             return Changes(changed, self.program.derived)
+
+    def _rebuild_and_diff(self, old: Database, watch: frozenset[str]) -> dict[str, Change]:
+        """A bulk change (a load, a big import): evaluate from scratch, which is cheaper than
+        maintaining row by row, and report the difference to the old materialization."""
+        self._db = None
+        new = self._database()
+        changed: dict[str, Change] = {}
+        for rel in self.program.relations:
+            o, nw = old.full.get(rel, {}), new.full.get(rel, {})
+            if o or nw:
+                added = nw.keys() - o.keys() if o else set(nw)
+                removed = o.keys() - nw.keys() if nw else set(o)
+                if added or removed:
+                    changed[rel] = Change(added, removed)
+        if watch:
+            self._maintainer.virtual_changes(new, changed, watch)
+        return {r: c for r, c in changed.items() if c}
 
     def rebuild(self) -> None:
         """Throw the materialization away and evaluate from scratch (for comparisons)."""
@@ -246,7 +271,8 @@ class Reasoner:
         """Is ``decision(subject, operation, resource)`` true? (``allowed/3`` by convention).
 
         Goal-directed: only what this one question needs is evaluated. ``reasons`` names the
-        rule that decided (first) and the rules below it in the proof.
+        rule that decided (first), then the rules that derived its premises (one level down);
+        a denial has none (``explain`` gives the why-not tree).
         """
         rel = self._decision()
         row = (subject, operation, resource)
@@ -255,7 +281,7 @@ class Reasoner:
             if row not in ctx.F[rel]:
                 return Decision(False, ())
             proof = self._prover(ctx).prove(rel, row)
-        return Decision(True, tuple(proof.rule_names()))
+        return Decision(True, tuple(proof.reasons()))
 
     def _prover(self, ctx: DemandContext) -> Prover:
         def origin(rel: str, row: ir.Row) -> Span | str | None:
@@ -268,7 +294,8 @@ class Reasoner:
         return Prover(self.program, db.full, ctx, origin)
 
     def explain(self, goal: str) -> Explanation:
-        """Why the goal holds: a proof tree for its first answer (see engine/explain.py)."""
+        """Why the goal holds (a proof tree for its first answer), or why it has no answer (a
+        why-not tree); see engine/explain.py."""
         g = self._goal(goal)
         with self._lock:
             ctx = self._context()
@@ -278,7 +305,8 @@ class Reasoner:
                 key=lambda e: _sort_key(tuple(e[n] for n in g.names)),
             )
             if not answers:
-                return Explanation(goal, False, {}, None)
+                why_not = WhyNot(self.program, ctx, self._prover(ctx)).goal(g.rule)
+                return Explanation(goal, False, {}, None, why_not)
             env = answers[0]
             prover = self._prover(ctx)
             bindings = {n: env[n] for n in g.names}

@@ -98,7 +98,9 @@ def cmd_explain(a: argparse.Namespace) -> int:
     *files, goal = a.args
     r = Reasoner(_compile(_inputs(a, files), a.strict))
     ex = r.explain(goal)
-    _out(ex.to_json() if a.json else ex.render())
+    render = {"text": ex.render, "json": ex.to_json, "dot": ex.to_dot,
+              "mermaid": ex.to_mermaid}[a.format]
+    _out(render())
     return EXIT_OK if ex.holds else EXIT_NO
 
 
@@ -218,6 +220,44 @@ def cmd_lint(a: argparse.Namespace) -> int:
     return EXIT_NO if diags else EXIT_OK
 
 
+def cmd_list(a: argparse.Namespace) -> int:
+    *files, subject, operation = a.args
+    r = Reasoner(_compile(_inputs(a, files), a.strict))
+    found = r.list(subject, operation, a.type)
+    if a.json:
+        _out(json.dumps(found, ensure_ascii=False))
+    else:
+        for x in found:
+            _out(show_value(x))
+    return EXIT_OK if found else EXIT_NO
+
+
+def cmd_who(a: argparse.Namespace) -> int:
+    *files, operation, resource = a.args
+    r = Reasoner(_compile(_inputs(a, files), a.strict))
+    found = r.who(operation, resource)
+    if a.json:
+        _out(json.dumps(found, ensure_ascii=False))
+    else:
+        for x in found:
+            _out(show_value(x))
+    return EXIT_OK if found else EXIT_NO
+
+
+def cmd_import(a: argparse.Namespace) -> int:
+    from grantlog.interop.gravitino import load_gravitino_dir, to_gl
+
+    facts = load_gravitino_dir(Path(a.dir), a.metalake)
+    text = to_gl(facts)
+    if a.output:
+        Path(a.output).write_text(text, encoding="utf-8")
+        n = sum(len(v) for v in facts.values())
+        sys.stderr.write(f"wrote {n} facts to {a.output}\n")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
 def cmd_models(a: argparse.Namespace) -> int:
     ms = models()
     if a.json:
@@ -296,14 +336,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_query)
 
-    sp = add("explain", "explain why a goal holds (a proof tree)", inputs=True)
+    sp = add("explain", "explain why a goal holds (a proof tree) or why it does not (a why-not "
+             "tree: each rule that could derive it and the literals that fail)", inputs=True)
     sp.add_argument("args", nargs="+", metavar="FILE... GOAL")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--format", choices=["text", "json", "dot", "mermaid"], default="text",
+                    help="text (a tree, the default), json, Graphviz dot, or a Mermaid "
+                    "flowchart")
+    sp.add_argument("--json", action="store_const", const="json", dest="format",
+                    help="same as --format json")
     sp.set_defaults(fn=cmd_explain)
 
     sp = add("check", "decide allowed(SUBJECT, OPERATION, RESOURCE)", inputs=True)
     sp.add_argument("args", nargs="+", metavar="FILE... SUBJECT OPERATION RESOURCE")
-    sp.add_argument("--explain", action="store_true", help="print the proof")
+    sp.add_argument("--explain", action="store_true",
+                    help="print the proof (ALLOW) or the why-not tree (DENY)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_check)
 
@@ -320,6 +366,27 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--check", action="store_true", help="only report files that would change")
     sp.add_argument("--diff", action="store_true", help="with --check, print a unified diff")
     sp.set_defaults(fn=cmd_fmt)
+
+    sp = add("list", "the resources SUBJECT may perform OPERATION on", inputs=True)
+    sp.add_argument("args", nargs="+", metavar="FILE... SUBJECT OPERATION")
+    sp.add_argument("--type", "-t", help="only resources with entity(resource, TYPE)")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_list)
+
+    sp = add("who", "the subjects that may perform OPERATION on RESOURCE", inputs=True)
+    sp.add_argument("args", nargs="+", metavar="FILE... OPERATION RESOURCE")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_who)
+
+    sp = sub.add_parser("import", help="turn another system's export into facts",
+                        description="turn another system's export into a .gl fact file")
+    isub = sp.add_subparsers(dest="system", required=True, metavar="SYSTEM")
+    ip = isub.add_parser("gravitino", help="Apache Gravitino REST JSON (users, groups, roles, "
+                         "owners) -> facts for rules/gravitino.gl")
+    ip.add_argument("dir", metavar="DIR")
+    ip.add_argument("--metalake", default="m1", help="the metalake the files describe")
+    ip.add_argument("--output", "-o", help="write the facts here instead of stdout")
+    ip.set_defaults(fn=cmd_import)
 
     sp = sub.add_parser("models", help="list the shipped models")
     sp.add_argument("--json", action="store_true")

@@ -112,3 +112,36 @@ def test_console_script_is_installed() -> None:
     exe = Path(sys.executable).parent / "grantlog"
     res = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True)
     assert res.stdout.strip() == "grantlog 0.1.0"
+
+
+def test_models_and_model_inputs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "models")
+    names = [line.split()[0] for line in out.splitlines()]
+    assert code == 0 and names == ["cdap_entity", "cdap_parent", "gravitino", "onehouse",
+                                   "three_tier"]
+    code, _, err = run(capsys, "check", "-m", "nosuch", "a", "b", "c")
+    assert code == 2 and "error[unknown-model]" in err
+
+
+def test_list_who_on_a_shipped_model(capsys: pytest.CaptureFixture[str]) -> None:
+    facts = ["-m", "gravitino", "-f", "examples/gravitino/facts.gl"]
+    code, out, _ = run(capsys, "list", *facts, "alice", "load_table", "--type", "table")
+    tables = out.split()
+    assert code == 0 and tables and all(t.startswith('"m1.') for t in tables)
+    code, out, _ = run(capsys, "who", *facts, "load_table", tables[0].strip('"'))
+    assert code == 0 and "alice" in out.split()
+
+
+def test_import_gravitino_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "import", "gravitino", "examples/gravitino/json")
+    assert code == 0 and "privilege(" in out and "role_of(" in out
+    bad = tmp_path / "users.json"
+    bad.write_text("[{")
+    code, _, err = run(capsys, "import", "gravitino", str(tmp_path))
+    assert code == 2 and "error[bad-import]" in err
+
+
+def test_test_coverage_report(graph: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "test", "--coverage", str(graph))
+    assert code == 1  # one test in the file fails on purpose
+    assert "rule coverage: 2/2 rules fired in some test (100.0%)" in out

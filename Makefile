@@ -15,12 +15,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## The demo: compile the example policy, answer two checks, print the proof of the first.
+## The demo: the shipped Gravitino model on its example facts: an ALLOW with its proof, then a
+## DENY (a DENY grant wins over an ALLOW) with its why-not tree.
 demo: $(STAMP)
-	$(BIN)/grantlog check examples/demo/policy.gl examples/demo/facts.gl \
-		alice load_table m1.c1.s1.t1 --explain
-	-$(BIN)/grantlog check examples/demo/policy.gl examples/demo/facts.gl \
-		bob load_table m1.c1.s1.t2
+	$(BIN)/grantlog check --model gravitino --facts examples/gravitino/facts.gl \
+		alice load_table m1.lakehouse.sales.orders --explain
+	-$(BIN)/grantlog check --model gravitino --facts examples/gravitino/facts.gl \
+		carol load_table m1.lakehouse.sales.customers --explain
 
 ## The whole test suite: lint, type check, unit/property/golden tests, rule-file tests.
 test: $(STAMP) lint typecheck unit

@@ -28,7 +28,7 @@ a level above all existing ones, so proofs rebuilt from levels stay well-founded
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -89,6 +89,27 @@ class OldIndex:
         rows = [r for r in self.new.get(k, ()) if r not in self.plus]
         rows += self.minus.get(k, ())
         return rows or default
+
+
+def old_state(
+    db: Database, changed: Mapping[str, Change]
+) -> tuple[dict[str, Any], Callable[[str, tuple[int, ...]], Any]]:
+    """``F`` and ``I`` accessors for the state before ``changed`` was applied to ``db``."""
+    old_F: dict[str, Any] = dict(db.full)
+    for r, c in changed.items():
+        old_F[r] = OldRelation(db.ensure(r), c.added, c.removed)
+    old_ix: dict[tuple[str, tuple[int, ...]], Any] = {}
+
+    def old_index(rel: str, cols: tuple[int, ...]) -> Any:
+        c = changed.get(rel)
+        if c is None:
+            return db.index(rel, cols)
+        k = (rel, cols)
+        if k not in old_ix:
+            old_ix[k] = OldIndex(db.index(rel, cols), cols, c.added, c.removed)
+        return old_ix[k]
+
+    return old_F, old_index
 
 
 class _Variant:
@@ -200,20 +221,8 @@ class Maintainer:
         plans = self.demand_plans
         F = db.full
         lower = {r: c for r, c in changes.items() if c}
-        old_F: dict[str, Any] = dict(F)
-        for r, c in lower.items():  # materialized changes, and stored facts of virtual ones
-            old_F[r] = OldRelation(db.ensure(r), c.added, c.removed)
-        old_ix: dict[tuple[str, tuple[int, ...]], Any] = {}
-
-        def old_index(rel: str, cols: tuple[int, ...]) -> Any:
-            c = lower.get(rel)
-            if c is None:
-                return db.index(rel, cols)
-            k = (rel, cols)
-            if k not in old_ix:
-                old_ix[k] = OldIndex(db.index(rel, cols), cols, c.added, c.removed)
-            return old_ix[k]
-
+        # materialized changes, and stored facts of virtual ones
+        old_F, old_index = old_state(db, lower)
         old = DemandContext(program, plans, old_F, old_index)
         new = DemandContext(program, plans, F, db.index)
         for st in program.strata:
@@ -297,19 +306,7 @@ class Maintainer:
             return level
 
         # 1. over-delete, in the old state
-        old_F: dict[str, Any] = dict(F)
-        old_ix: dict[tuple[str, tuple[int, ...]], Any] = {}
-        for r, c in lower.items():
-            old_F[r] = OldRelation(F[r], c.added, c.removed)
-
-        def old_index(rel: str, cols: tuple[int, ...]) -> Any:
-            c = lower.get(rel)
-            if c is None:
-                return db.index(rel, cols)
-            k = (rel, cols)
-            if k not in old_ix:
-                old_ix[k] = OldIndex(db.index(rel, cols), cols, c.added, c.removed)
-            return old_ix[k]
+        old_F, old_index = old_state(db, lower)
 
         od: dict[str, Rows] = {r: set(base_del[r]) for r in rels}
         outs: dict[str, Rows] = {r: set() for r in rels}

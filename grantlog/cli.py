@@ -388,6 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
     ip.add_argument("--output", "-o", help="write the facts here instead of stdout")
     ip.set_defaults(fn=cmd_import)
 
+    sub.add_parser("spark", help="bulk run on Spark (see `grantlog spark run -h`)",
+                   add_help=False)
+
     sp = sub.add_parser("models", help="list the shipped models")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_models)
@@ -416,6 +419,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "spark":  # its own argument parser (grantlog.spark_bridge.cli)
+        from grantlog.spark_bridge.cli import main as spark_main
+
+        return spark_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         code: int = args.fn(args)

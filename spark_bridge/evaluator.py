@@ -1,0 +1,569 @@
+"""A compiled program on Spark: each rule's join plan (engine/plan.py) as DataFrame operations.
+
+The plans are the in-memory engine's: ``plan_rule`` for every rule, one delta variant per
+recursive body atom. A plan's steps become, left to right:
+
+* ``Scan`` — filter the relation on its constants and repeated variables, project the columns
+  still needed, then an inner equi-join with the bindings so far on the bound variables (the
+  first scan starts the bindings; no shared variable is a cross join). Base relations known to
+  have at most ``broadcast_rows`` rows, and deltas that small, are ``F.broadcast`` hinted;
+* ``Filter`` — a comparison on the internal encoding (encoding.py), which orders like the
+  engine (integers before strings);
+* ``Assign`` — ``withColumn``;
+* ``NegCheck`` — a ``left_anti`` join on the negated atom's named columns (``_`` columns are
+  left out, so they match anything); with none, the anti join keeps the bindings only when
+  the relation has no matching row.
+
+The head is a projection; a relation is the ``distinct`` union of its rules, its facts and its
+inputs. Strata run in dependency order. Non-recursive strata stay lazy, except that a relation
+read by two or more body literals is checkpointed (one job), so plans do not grow into trees of
+repeated subplans. Recursive strata run semi-naively (``delta_<rel>``/``new_<rel>``, the new rows
+found by a ``left_anti`` join against the full relation, each delta checkpointed, which also
+cuts the lineage), or by path doubling when the stratum is a transitive closure (closure.py).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from grantlog.engine import ir
+from grantlog.engine.codegen import compare
+from grantlog.engine.plan import Assign, Filter, NegCheck, RulePlan, Scan, is_anon, plan_rule
+from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
+
+from . import closure, encoding, schema
+
+Progress = Callable[[str], None]
+REASON_COLUMNS = ("rule", "reason_rel", "reason_row")
+
+
+@dataclass
+class StratumReport:
+    index: int
+    relations: tuple[str, ...]
+    strategy: str  # "rules" (lazy), "rules+checkpoint", "semi-naive", "doubling", "graphframes"
+    iterations: int = 0
+    rows: int | None = None  # None when the stratum stayed lazy
+    seconds: float = 0.0
+
+
+@dataclass
+class SparkResult:
+    """What :func:`run` returns: external DataFrames per relation, and what happened."""
+
+    relations: dict[str, Any]
+    kinds: dict[str, tuple[schema.Kind, ...]]
+    strata: list[StratumReport] = field(default_factory=list)
+    plans: list[str] = field(default_factory=list)
+
+
+def _spark_compare(op: str, left: Any, right: Any) -> Any:
+    """a comparison of two internal encodings (they order like the values)"""
+    if op == "=":
+        return left == right
+    if op == "!=":
+        return left != right
+    if op == "<":
+        return left < right
+    if op == "<=":
+        return left <= right
+    if op == ">":
+        return left > right
+    if op == ">=":
+        return left >= right
+    raise ValueError(op)
+
+
+def rel_cols(arity: int) -> list[str]:
+    """internal column names of a relation (a zero-arity relation has one unit column)"""
+    return [f"c{i}" for i in range(arity)] if arity else ["_u"]
+
+
+class _Run:
+    def __init__(
+        self, program: ir.Program, spark: Any, inputs: Mapping[str, Any], *,
+        with_reasons: bool, closure_strategy: str, max_iterations: int, broadcast_rows: int,
+        materialize: str, progress: Progress | None,
+    ) -> None:
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        self.F = F
+        self.T = T
+        self.program = program
+        self.spark = spark
+        self.with_reasons = with_reasons
+        self.closure_strategy = closure_strategy
+        self.max_iterations = max_iterations
+        self.broadcast_rows = broadcast_rows
+        self.materialize_mode = materialize
+        self.progress = progress or (lambda _line: None)
+        self.full: dict[str, Any] = {}
+        self.sizes: dict[str, int] = {}  # relations with a known row count
+        self.reasons: Any = None
+        self.plans: list[str] = []
+        self.reports: list[StratumReport] = []
+        self.inputs = dict(inputs)
+        self._check_inputs()
+        input_types = {rel: [schema.spark_type_name(df.schema[c].dataType)
+                             for c in program.relations[rel].columns]
+                       for rel, df in self.inputs.items()}
+        self.kinds = schema.column_kinds(program, input_types)
+        reads: dict[str, int] = {}
+        for r in program.rules:
+            for lit in r.body:
+                atom = lit.atom if isinstance(lit, ir.Neg) else lit
+                if isinstance(atom, ir.Atom):
+                    reads[atom.rel] = reads.get(atom.rel, 0) + 1
+        self.reads = reads
+        if spark.sparkContext.getCheckpointDir() is None:
+            spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="grantlog-spark-"))
+
+    # -- inputs -----------------------------------------------------------------------------
+
+    def _check_inputs(self) -> None:
+        diags = []
+        for rel, df in self.inputs.items():
+            where = getattr(df, "_grantlog_source", None) or f"<DataFrame for {rel}>"
+            diags += schema.check_input(self.program, rel, df, where)
+        if diags:
+            raise GrantlogError(diags)
+
+    def _internal_input(self, rel: str, df: Any) -> Any:
+        F = self.F
+        r = self.program.relations[rel]
+        if r.arity == 0:
+            return df.limit(1).select(F.lit("1").alias("_u"))
+        exprs = []
+        for i, name in enumerate(r.columns):
+            c = F.col(name)
+            if schema.spark_type_name(df.schema[name].dataType) == "int":
+                e = encoding.encode_long_col(c)
+            elif self.kinds[rel][i] == "any":
+                e = encoding.encode_shown_col(c)
+            else:
+                e = encoding.encode_string_col(c)
+            exprs.append(e.alias(f"c{i}"))
+        return df.select(*exprs).dropna()
+
+    def _empty(self, arity: int) -> Any:
+        T = self.T
+        return self.spark.createDataFrame(
+            [], T.StructType([T.StructField(c, T.StringType(), False) for c in rel_cols(arity)]))
+
+    def _base(self, rel: str) -> Any:
+        """facts from the rule files and inputs of ``rel``"""
+        arity = self.program.relations[rel].arity
+        rows = sorted({tuple(encoding.encode(v) for v in f.row) or ("1",)
+                       for f in self.program.facts if f.rel == rel})
+        T = self.T
+        st = T.StructType([T.StructField(c, T.StringType(), False) for c in rel_cols(arity)])
+        df = self.spark.createDataFrame(rows, st) if rows else None
+        n: int | None = len(rows)
+        if rel in self.inputs:
+            inp = self._internal_input(rel, self.inputs[rel])
+            n = None
+            if self.broadcast_rows > 0:
+                n = inp.count()
+                self.progress(f"input {rel}: {n} rows")
+            df = inp if df is None else df.unionByName(inp)
+            df = df.distinct()
+        if n is not None and rel not in self.program.derived:
+            self.sizes[rel] = n  # derived relations get theirs when materialized
+        return df if df is not None else self._empty(arity)
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def materialize(self, df: Any) -> tuple[Any, int]:
+        """checkpoint (cuts the lineage; reliable, unlike localCheckpoint on iterated joins)
+        and count"""
+        out = df.checkpoint(eager=True)
+        return out, out.count()
+
+    # -- rules ------------------------------------------------------------------------------
+
+    def _unit(self) -> Any:
+        return self.spark.range(1).select()
+
+    def _maybe_broadcast(self, df: Any, rel: str, source: str, deltas: Mapping[str, int]) -> Any:
+        n = deltas.get(rel) if source == "delta" else self.sizes.get(rel)
+        if n is not None and self.broadcast_rows > 0 and n <= self.broadcast_rows:
+            return self.F.broadcast(df)
+        return df
+
+    def reason_literal(self, rule: ir.Rule) -> int | None:
+        """The body atom whose row is reported as the reason: the first positive atom over a
+        base relation, else the first positive atom."""
+        atoms = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, ir.Atom)]
+        for i, a in atoms:
+            if a.rel not in self.program.derived:
+                return i
+        return atoms[0][0] if atoms else None
+
+    def rule_df(
+        self, plan: RulePlan, sources: Mapping[str, Any], deltas: Mapping[str, Any],
+        delta_sizes: Mapping[str, int], reasons: bool = False,
+    ) -> Any | None:
+        """The head rows of one plan (internal columns), or None when a constant comparison
+        makes the rule empty."""
+        F = self.F
+        names: dict[str, str] = {}
+
+        def v(name: str) -> str:
+            if name not in names:
+                names[name] = f"v{len(names)}"
+            return names[name]
+
+        def expr(t: ir.Term) -> Any:
+            return F.lit(encoding.encode(t.value)) if isinstance(t, ir.Const) else F.col(v(t.name))
+
+        steps = plan.steps
+        head_vars = {t.name for t in plan.head.args if isinstance(t, ir.Var)}
+        need: list[set[str]] = [set() for _ in steps]
+        later = set(head_vars)
+        for i in range(len(steps) - 1, -1, -1):
+            need[i] = set(later)
+            s = steps[i]
+            terms: tuple[ir.Term, ...] = ()
+            if isinstance(s, Scan | NegCheck):
+                terms = s.key_terms
+            elif isinstance(s, Filter):
+                terms = (s.left, s.right)
+            else:
+                terms = (s.value,)
+            later |= {t.name for t in terms if isinstance(t, ir.Var)}
+        reason_lit = self.reason_literal(plan.rule) if reasons else None
+        reason_cols: list[str] = []
+        b: Any = None
+        for i, s in enumerate(steps):
+            if isinstance(s, Scan):
+                src = (deltas if s.source == "delta" else sources)[s.rel]
+                conds = []
+                proj: dict[str, Any] = {}
+                join_on: list[str] = []
+                for col, t in zip(s.key_cols, s.key_terms, strict=True):
+                    if isinstance(t, ir.Const):
+                        conds.append(F.col(f"c{col}") == F.lit(encoding.encode(t.value)))
+                    elif v(t.name) in proj:
+                        conds.append(F.col(f"c{col}") == proj[v(t.name)])
+                    else:
+                        proj[v(t.name)] = F.col(f"c{col}")
+                        join_on.append(v(t.name))
+                first: dict[str, int] = {}
+                for col, name in s.out:
+                    first[name] = col
+                    if name in need[i] and not is_anon(ir.Var(name)):
+                        proj[v(name)] = F.col(f"c{col}")
+                for col, name in s.eqs:
+                    conds.append(F.col(f"c{col}") == F.col(f"c{first[name]}"))
+                if s.literal == reason_lit:
+                    for col in range(s.arity):
+                        proj[f"rs{col}"] = F.col(f"c{col}")
+                        reason_cols.append(f"rs{col}")
+                for c in conds:
+                    src = src.filter(c)
+                right = src.select(*[e.alias(n) for n, e in proj.items()])
+                if not proj:
+                    right = right.limit(1)  # only existence matters
+                right = self._maybe_broadcast(right, s.rel, s.source, delta_sizes)
+                if b is None:
+                    b = right
+                elif join_on:
+                    b = b.join(right, on=join_on, how="inner")
+                else:
+                    b = b.crossJoin(right)
+            elif isinstance(s, Filter):
+                if isinstance(s.left, ir.Const) and isinstance(s.right, ir.Const):
+                    if not compare(s.op, s.left.value, s.right.value):
+                        return None
+                    continue
+                b = b.filter(_spark_compare(s.op, expr(s.left), expr(s.right)))
+            elif isinstance(s, Assign):
+                b = (self._unit() if b is None else b).withColumn(v(s.var), expr(s.value))
+            else:
+                neg = sources[s.rel]
+                nconds = []
+                nproj: dict[str, Any] = {}
+                for col, t in zip(s.key_cols, s.key_terms, strict=True):
+                    if isinstance(t, ir.Const):
+                        nconds.append(F.col(f"c{col}") == F.lit(encoding.encode(t.value)))
+                    elif v(t.name) in nproj:
+                        nconds.append(F.col(f"c{col}") == nproj[v(t.name)])
+                    else:
+                        nproj[v(t.name)] = F.col(f"c{col}")
+                for c in nconds:
+                    neg = neg.filter(c)
+                nright = neg.select(*[e.alias(n) for n, e in nproj.items()])
+                nright = self._maybe_broadcast(nright, s.rel, "full", delta_sizes)
+                b = self._unit() if b is None else b
+                if nproj:
+                    b = b.join(nright, on=list(nproj), how="left_anti")
+                else:
+                    b = b.join(nright.limit(1), how="left_anti")
+            keep = [v(n) for n in sorted(need[i]) if v(n) in b.columns] + reason_cols
+            if len(keep) < len(b.columns):
+                b = b.select(*keep)
+        if b is None:
+            b = self._unit()
+        head = [expr(t).alias(f"c{i}") for i, t in enumerate(plan.head.args)] or [
+            F.lit("1").alias("_u")]
+        if reasons:
+            rule = plan.rule
+            if reason_lit is not None:
+                lit = rule.body[reason_lit]
+                assert isinstance(lit, ir.Atom)
+                shown = [encoding.shown_col(F.col(c)) for c in reason_cols]
+                row = (F.concat(F.lit(lit.rel + "("), F.concat_ws(", ", *shown), F.lit(")"))
+                       if shown else F.lit(lit.rel))
+                extra = [F.lit(rule.name).alias("rule"), F.lit(lit.rel).alias("reason_rel"),
+                         row.alias("reason_row")]
+            else:
+                extra = [F.lit(rule.name).alias("rule"),
+                         F.lit(None).cast("string").alias("reason_rel"),
+                         F.lit(None).cast("string").alias("reason_row")]
+            head += extra
+        return b.select(*head)
+
+    def _union(self, dfs: list[Any], arity: int) -> Any:
+        if not dfs:
+            return self._empty(arity)
+        out = dfs[0]
+        for d in dfs[1:]:
+            out = out.unionByName(d)
+        return out
+
+    # -- strata -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        program = self.program
+        for rel in program.relations:
+            self.full[rel] = self._base(rel)
+        for st in program.strata:
+            t0 = time.perf_counter()
+            report = self._recursive(st) if st.recursive else self._plain(st)
+            report.seconds = time.perf_counter() - t0
+            self.reports.append(report)
+            rows = "lazy" if report.rows is None else f"{report.rows} rows"
+            self.progress(f"stratum {st.index} [{', '.join(st.relations)}] {report.strategy}: "
+                          f"{rows}, {report.iterations} iteration(s), {report.seconds:.2f} s")
+
+    def _plain(self, st: ir.Stratum) -> StratumReport:
+        rel = st.relations[0]
+        arity = self.program.relations[rel].arity
+        report = StratumReport(st.index, st.relations, "rules", 1)
+        dfs = [self.full[rel]]
+        reason_dfs = []
+        reasons = self.with_reasons and rel == self.program.decision
+        for rid in st.rules:
+            for plan in plan_rule(self.program.rules[rid]):
+                self.plans.append(f"{plan.rule.name}: {plan.describe()}")
+                d = self.rule_df(plan, self.full, {}, {})
+                if d is not None:
+                    dfs.append(d)
+                if reasons:
+                    rd = self.rule_df(plan, self.full, {}, {}, reasons=True)
+                    if rd is not None:
+                        reason_dfs.append(rd)
+        df = self._union(dfs, arity).distinct()
+        if reasons:
+            self.reasons = self._pick_reasons(rel, df, reason_dfs)
+        if self.materialize_mode == "all" or (
+                self.materialize_mode == "shared" and self.reads.get(rel, 0) >= 2):
+            df, n = self.materialize(df)
+            report.strategy, report.rows = "rules+checkpoint", n
+            self.sizes[rel] = n
+        elif self.materialize_mode == "cache" and self.reads.get(rel, 0) >= 2:
+            df = df.cache()
+            report.strategy = "rules+cache"
+        self.full[rel] = df
+        return report
+
+    def _pick_reasons(self, rel: str, df: Any, reason_dfs: list[Any]) -> Any:
+        """one reason per row: the least (rule, reason_rel, reason_row); facts get none"""
+        F = self.F
+        cols = rel_cols(self.program.relations[rel].arity)
+        none = F.lit(None).cast("string")
+        r = self._union(reason_dfs, 0) if reason_dfs else None
+        base = df.select(*cols, none.alias("rule"), none.alias("reason_rel"),
+                         none.alias("reason_row"))
+        allr = base if r is None else base.unionByName(r)
+        # a non-null reason sorts before the null one of rows that are also facts
+        return (allr.groupBy(*cols)
+                .agg(F.min_by(F.struct(*REASON_COLUMNS),
+                              F.when(F.col("rule").isNull(), F.lit("\uffff"))
+                              .otherwise(F.concat_ws("\u0000", *REASON_COLUMNS))).alias("r"))
+                .select(*cols, "r.*"))
+
+    def _cap(self, st: ir.Stratum) -> Callable[[int], Exception]:
+        def make(n: int) -> Exception:
+            rels = ", ".join(f"`{r}`" for r in st.relations)
+            return GrantlogError([error(
+                "iteration-limit",
+                f"stratum {st.index} ({rels}) did not converge within {n} iterations",
+                NO_SPAN, help="raise `max_iterations` (CLI: --max-iterations)")])
+        return make
+
+    def _recursive(self, st: ir.Stratum) -> StratumReport:
+        shape = None
+        if self.closure_strategy != "semi-naive" and not any(
+                r in self.inputs for r in st.relations):
+            shape = closure.closure_shape(self.program, st)
+        if shape is not None:
+            use_gf = False
+            if self.closure_strategy in ("auto", "graphframes"):
+                ok, why = closure.graphframes_status(self.spark)
+                if not ok and self.closure_strategy == "graphframes":
+                    raise GrantlogError([error("spark-unsupported", why, NO_SPAN)])
+                use_gf = ok
+            strategy = "graphframes" if use_gf else "doubling"
+            report = StratumReport(st.index, st.relations, strategy)
+            self.plans.append(f"{shape.rel}: transitive closure of {shape.edge} "
+                              f"({shape.kind}) by path doubling"
+                              + (" with GraphFrames motifs" if use_gf else ""))
+
+            counted = [0]
+
+            def say(k: int, n: int) -> None:
+                counted[0] += n
+                self.progress(f"stratum {st.index} [{shape.rel}] {strategy} round {k}: "
+                              f"+{n} rows")
+
+            total, rounds = closure.doubling(
+                self.full[shape.edge], self.materialize, say, self.max_iterations,
+                self._cap(st), use_gf)
+            self.full[shape.rel] = total
+            report.iterations = rounds
+            report.rows = self.sizes[shape.rel] = counted[0]
+            return report
+        return self._semi_naive(st)
+
+    def _semi_naive(self, st: ir.Stratum) -> StratumReport:
+        rels = st.relations
+        rec = frozenset(rels)
+        report = StratumReport(st.index, rels, "semi-naive")
+        exits: list[RulePlan] = []
+        variants: list[RulePlan] = []
+        for rid in st.rules:
+            for p in plan_rule(self.program.rules[rid], rec):
+                (variants if p.delta_literal is not None else exits).append(p)
+                self.plans.append(f"{p.rule.name}: {p.describe()}")
+        arity = {r: self.program.relations[r].arity for r in rels}
+        t0 = time.perf_counter()
+        # exit rules and facts: the first round
+        parts: dict[str, list[Any]] = {}
+        total_rows = 0
+        sizes_all: dict[str, list[int]] = {r: [] for r in rels}
+        delta: dict[str, Any] = {}
+        sizes: dict[str, int] = {}
+        for r in rels:
+            dfs = [self.full[r]]
+            for p in exits:
+                if p.head.rel == r:
+                    d = self.rule_df(p, self.full, {}, {})
+                    if d is not None:
+                        dfs.append(d)
+            delta[r], sizes[r] = self.materialize(self._union(dfs, arity[r]).distinct())
+            total_rows += sizes[r]
+            sizes_all[r].append(sizes[r])
+            parts[r] = [delta[r]]
+            self.full[r] = delta[r]
+        report.iterations = 1
+        self._round(st, 1, sizes, t0)
+        while any(sizes.values()):
+            if report.iterations >= self.max_iterations:
+                raise self._cap(st)(report.iterations)
+            report.iterations += 1
+            t0 = time.perf_counter()
+            new: dict[str, Any] = {}
+            for r in rels:
+                dfs = []
+                for p in variants:
+                    if p.head.rel != r or not sizes[p.delta_rel or ""]:
+                        continue
+                    d = self.rule_df(p, self.full, delta, sizes)
+                    if d is not None:
+                        dfs.append(d)
+                cols = rel_cols(arity[r])
+                # new_r = (rules over delta) - full_r
+                new[r] = self._union(dfs, arity[r]).distinct().join(
+                    self.full[r], on=cols, how="left_anti")
+            for r in rels:
+                delta[r], sizes[r] = self.materialize(new[r])
+                total_rows += sizes[r]
+                sizes_all[r].append(sizes[r])
+            for r in rels:
+                if sizes[r]:
+                    parts[r].append(delta[r])
+                    if len(parts[r]) >= 8:  # compact the union of checkpointed parts
+                        self.full[r], _ = self.materialize(self._union(parts[r], arity[r]))
+                        parts[r] = [self.full[r]]
+                    else:
+                        self.full[r] = self._union(parts[r], arity[r])
+            self._round(st, report.iterations, sizes, t0)
+        report.rows = total_rows
+        for r in rels:
+            self.sizes[r] = sum(sizes_all[r])
+        return report
+
+    def _round(self, st: ir.Stratum, k: int, sizes: Mapping[str, int], t0: float) -> None:
+        news = ", ".join(f"+{n} {r}" for r, n in sizes.items())
+        self.progress(f"stratum {st.index} semi-naive iteration {k}: {news} "
+                      f"({time.perf_counter() - t0:.2f} s)")
+
+    # -- outputs ----------------------------------------------------------------------------
+
+    def external(self, rel: str, df: Any, extra: tuple[str, ...] = ()) -> Any:
+        F = self.F
+        r = self.program.relations[rel]
+        if r.arity == 0:
+            return df.select(*extra)
+        exprs = []
+        for i, (name, kind) in enumerate(zip(r.columns, self.kinds[rel], strict=True)):
+            c = F.col(f"c{i}")
+            if kind == "int":
+                exprs.append(encoding.decode_long_col(c).alias(name))
+            elif kind == "string":
+                exprs.append(encoding.decode_string_col(c).alias(name))
+            else:
+                exprs.append(encoding.shown_col(c).alias(
+                    name, metadata={encoding.META_KIND: "any"}))
+        return df.select(*exprs, *extra)
+
+    def results(self) -> dict[str, Any]:
+        out = {rel: self.external(rel, df) for rel, df in self.full.items()}
+        dec = self.program.decision
+        if self.with_reasons and dec in self.full:
+            if self.reasons is None:  # recursive decision relation: no reasons (documented)
+                none = self.F.lit(None).cast("string")
+                self.reasons = self.full[dec].select(
+                    "*", *[none.alias(c) for c in REASON_COLUMNS])
+            out[dec] = self.external(dec, self.reasons, REASON_COLUMNS)
+        return out
+
+
+def run(
+    program: ir.Program,
+    spark: Any,
+    inputs: Mapping[str, Any] | None = None,
+    *,
+    with_reasons: bool = False,
+    closure_strategy: str = "auto",
+    max_iterations: int = 10_000,
+    broadcast_rows: int = 100_000,
+    materialize: str = "shared",
+    progress: Progress | None = None,
+) -> SparkResult:
+    """Evaluate ``program`` on ``spark``; see :func:`grantlog.spark_bridge.evaluate`."""
+    if closure_strategy not in ("auto", "doubling", "graphframes", "semi-naive"):
+        raise ValueError(f"unknown closure strategy {closure_strategy!r}")
+    if materialize not in ("shared", "cache", "all"):
+        raise ValueError(f"unknown materialize mode {materialize!r}")
+    r = _Run(program, spark, inputs or {}, with_reasons=with_reasons,
+             closure_strategy=closure_strategy, max_iterations=max_iterations,
+             broadcast_rows=broadcast_rows, materialize=materialize, progress=progress)
+    r.run()
+    return SparkResult(r.results(), r.kinds, r.reports, r.plans)

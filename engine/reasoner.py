@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
@@ -57,10 +58,37 @@ def _value_ok(v: object) -> bool:
     return isinstance(v, str | int) and not isinstance(v, bool)
 
 
+#: the evaluators behind ``Reasoner(program, backend=...)``
+BACKENDS = ("memory", "pydatalog")
+
+
 class Reasoner:
     """Answers questions about a compiled program over base facts that change at run time."""
 
-    def __init__(self, program: ir.Program, watch: Iterable[str] | str = ()) -> None:
+    def __new__(cls, program: ir.Program, watch: Iterable[str] | str = (),
+                backend: str = "memory") -> Any:
+        """``backend="pydatalog"`` answers with pyDatalog instead (an independent oracle;
+        see :mod:`engine.pydatalog_backend`), behind the same methods."""
+        if backend == "memory":
+            return super().__new__(cls)
+        if backend == "pydatalog":
+            try:  # an optional dependency, imported on first use
+                from .pydatalog_backend import PyDatalogReasoner
+            except ImportError as exc:
+                raise GrantlogError([error(
+                    "missing-dependency", f"the pyDatalog backend needs pyDatalog ({exc})",
+                    Span("<api>", 0, 0, 0, 0),
+                    "install it with `pip install 'grantlog[pydatalog]'`")]) from exc
+            return PyDatalogReasoner(program, watch)
+        close = difflib.get_close_matches(backend, BACKENDS, n=1)
+        raise GrantlogError([error(
+            "unknown-backend", f"backend `{backend}` does not exist",
+            Span("<api>", 0, 0, 0, 0),
+            f"did you mean `{close[0]}`?" if close else
+            "backends: " + ", ".join(f"`{b}`" for b in BACKENDS))])
+
+    def __init__(self, program: ir.Program, watch: Iterable[str] | str = (),
+                 backend: str = "memory") -> None:
         """``watch``: virtual relations whose changes every transaction reports (``"all"``)."""
         self.program = program
         self._watch = frozenset(program.virtual if watch == "all" else

@@ -30,6 +30,7 @@ class Database:
         self.level = 0
         self.indexes: dict[tuple[str, tuple[int, ...]], Index] = {}
         self._by_rel: dict[str, list[tuple[Callable[[Row], Any], Index]]] = defaultdict(list)
+        self._rows = 0
 
     def ensure(self, rel: str) -> dict[Row, int]:
         got = self.full.get(rel)
@@ -54,7 +55,10 @@ class Database:
         """Add rows not yet present (callers filter out known rows)."""
         if not rows:
             return
-        self.ensure(rel).update(dict.fromkeys(rows, level))
+        full = self.ensure(rel)
+        before = len(full)
+        full.update(dict.fromkeys(rows, level))
+        self._rows += len(full) - before
         for key, ix in self._by_rel.get(rel, ()):
             for row in rows:
                 ix[key(row)][row] = None
@@ -66,6 +70,7 @@ class Database:
         full = self.ensure(rel)
         for row in rows:
             del full[row]
+        self._rows -= len(rows)
         for key, ix in self._by_rel.get(rel, ()):
             for row in rows:
                 k = key(row)
@@ -76,3 +81,8 @@ class Database:
 
     def size(self) -> int:
         return sum(len(v) for v in self.full.values())
+
+    @property
+    def rows(self) -> int:
+        """Rows stored in all relations (kept as rows are added and removed)."""
+        return self._rows

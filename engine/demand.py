@@ -4,40 +4,110 @@ A :class:`DemandContext` wraps the accessors generated rule code reads — ``F[r
 ``I(rel, cols)`` — so that a virtual relation looks like any other: membership, iteration and
 index lookups on it run its rules with the looked-up columns bound (sideways information
 passing: the bound head arguments seed the body plan, engine/plan.py ``plan_bound``). Results
-are memoized per (relation, bound columns, key) for the life of the context, which is one read.
-Virtual relations are non-recursive, so this terminates; it is tabling without the fixpoint.
+are memoized per (relation, bound columns, key): for one read, or across reads when the
+reasoner passes its memo (it drops a relation's entries when something it depends on changes).
+A lookup may be answered from a coarser one that statistics say is small (:meth:`DemandPlans.
+coarse`). Recursive virtual relations are tabled (:meth:`DemandContext.demand`).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from . import ir
 from .codegen import RunFn, compile_plan
 from .plan import plan_bound
+from .stats import Statistics
 
 Key = tuple[ir.Value, ...]
+#: relation -> (looked-up columns, key) -> the matching rows, each with its deriving rule
+Memo = dict[str, dict[tuple[tuple[int, ...], Key], dict[ir.Row, int]]]
+#: a coarser lookup is used when it is estimated to return at most this many rows
+COARSE_ROWS = 16.0
+#: the rule index recorded for a row of a virtual relation given as a base fact
+STORED = -1
 IndexFn = Callable[[str, tuple[int, ...]], Any]
 
 
 class DemandPlans:
-    """Compiled bound plans per (rule, bound head variables), shared by all contexts."""
+    """Compiled bound plans per (rule, bound head variables), shared by all contexts.
 
-    def __init__(self, program: ir.Program) -> None:
+    With :class:`~engine.stats.Statistics` attached (:meth:`use`), each body is ordered by
+    estimated cost; without, by bound columns. Generated functions are kept in ``compiled``
+    by (rule, bound variables, atom order), which reasoners of one program may share."""
+
+    def __init__(self, program: ir.Program,
+                 compiled: dict[tuple[int, frozenset[str], tuple[int, ...] | None], RunFn]
+                 | None = None) -> None:
         self.program = program
         self.rules: dict[str, list[ir.Rule]] = {}
         for r in program.rules:
             self.rules.setdefault(r.head.rel, []).append(r)
         self.cache: dict[tuple[int, frozenset[str]], RunFn] = {}
+        self.compiled = {} if compiled is None else compiled
+        self.stats: Statistics | None = None
+        self.arity = {n: r.arity for n, r in program.relations.items()}
+        self.recursive = frozenset(r for st in program.strata if st.recursive
+                                   for r in st.relations)
+        self._coarse: dict[tuple[str, tuple[int, ...]], Coarse | None] = {}
+
+    def use(self, stats: Statistics | None) -> None:
+        """Plan from these statistics from now on (forgetting the plans made before)."""
+        self.stats = stats
+        self.cache = {}
+        self._coarse = {}
+
+    def coarse(self, rel: str, cols: tuple[int, ...]) -> Coarse | None:
+        """Answer a lookup on ``cols`` from a lookup on fewer columns, when that one is small
+        and cheap: ``holds(U, R)`` asked for many roles ``R`` of one user is one evaluation of
+        ``holds(U, _)`` (a handful of rows) shared by all of them. Not for recursive
+        relations, whose partial answers inside a cycle must not be filtered and kept."""
+        k = (rel, cols)
+        if k in self._coarse:
+            return self._coarse[k]
+        best: Coarse | None = None
+        st = self.stats
+        if st is not None and len(cols) >= 2 and rel not in self.recursive:
+            arity = self.program.relations[rel].arity
+            _, fine_work = st.estimate(rel, cols, arity)
+            best_work = 2 * fine_work + 4
+            for n in range(1, len(cols)):
+                for sub in itertools.combinations(cols, n):
+                    rows, work = st.estimate(rel, sub, arity)
+                    if rows <= COARSE_ROWS and work <= best_work:
+                        best_work = work
+                        best = Coarse(sub, tuple(cols.index(c) for c in sub),
+                                      tuple((c, i) for i, c in enumerate(cols) if c not in sub))
+        self._coarse[k] = best
+        return best
+
+    def order(self, rule: ir.Rule, bound: frozenset[str]) -> tuple[int, ...] | None:
+        return None if self.stats is None else tuple(self.stats.order(rule.body, set(bound)))
 
     def fn(self, rule: ir.Rule, bound: frozenset[str]) -> RunFn:
         k = (rule.index, bound)
         f = self.cache.get(k)
         if f is None:
-            f = self.cache[k] = compile_plan(
-                plan_bound(rule, set(bound), self.program.virtual))
+            order = self.order(rule, bound)
+            ck = (rule.index, bound, order)
+            f = self.compiled.get(ck)
+            if f is None:
+                f = self.compiled[ck] = compile_plan(
+                    plan_bound(rule, set(bound), self.program.virtual, order))
+            self.cache[k] = f
         return f
+
+
+@dataclass(frozen=True)
+class Coarse:
+    """How a lookup is answered from a coarser one (:meth:`DemandPlans.coarse`)."""
+
+    cols: tuple[int, ...]  # the coarser lookup's columns
+    take: tuple[int, ...]  # positions in the finer key of its values
+    rest: tuple[tuple[int, int], ...]  # (column, position in the finer key) left to filter
 
 
 class DemandContext:
@@ -45,15 +115,20 @@ class DemandContext:
     demand. ``F`` and ``index`` are what generated rule functions take."""
 
     def __init__(self, program: ir.Program, plans: DemandPlans,
-                 full: Mapping[str, Any], index: IndexFn) -> None:
+                 full: Mapping[str, Any], index: IndexFn, memo: Memo | None = None) -> None:
+        """``memo``: complete answers kept from earlier reads of the same state (the reasoner
+        drops a relation's entries when something it depends on changes); new ones are added
+        to it. ``entries`` counts the additions."""
         self.virtual = program.virtual
         self.plans = plans
         self.full = full
         self.base_index = index
-        self.memo: dict[tuple[str, tuple[int, ...], Key], dict[ir.Row, None]] = {}
+        self.arity = plans.arity
+        self.memo: Memo = {} if memo is None else memo
+        self.entries = 0
         # tabling state for recursive virtual relations
         self.stack: list[tuple[str, tuple[int, ...], Key]] = []
-        self.partial: list[dict[ir.Row, None]] = []
+        self.partial: list[dict[ir.Row, int]] = []
         self.active: dict[tuple[str, tuple[int, ...], Key], int] = {}
         self.low: list[int] = [1 << 30]
         self.recursive_hits: set[int] = set()
@@ -64,7 +139,7 @@ class DemandContext:
             return VirtualIndex(self, rel, cols)
         return self.base_index(rel, cols)
 
-    def lookup(self, rel: str, cols: tuple[int, ...], key: Key) -> Mapping[ir.Row, None]:
+    def lookup(self, rel: str, cols: tuple[int, ...], key: Key) -> Mapping[ir.Row, Any]:
         """Rows of ``rel`` whose ``cols`` equal ``key`` (any relation)."""
         if rel not in self.virtual:
             if not cols:
@@ -73,7 +148,7 @@ class DemandContext:
             return self.base_index(rel, cols).get(k, {})  # type: ignore[no-any-return]
         return self.demand(rel, cols, key)
 
-    def demand(self, rel: str, cols: tuple[int, ...], key: Key) -> dict[ir.Row, None]:
+    def demand(self, rel: str, cols: tuple[int, ...], key: Key) -> dict[ir.Row, int]:
         """Rows of virtual ``rel`` whose ``cols`` equal ``key``, tabled.
 
         Recursive virtual relations (the decision relation defined through itself) are
@@ -82,10 +157,30 @@ class DemandContext:
         the cycle; the oldest call of the cycle (its leader) re-evaluates until its answers
         stop growing, and only then are the cycle's answers memoized as complete.
         """
-        mk = (rel, cols, key)
-        got = self.memo.get(mk)
+        table = self.memo.get(rel)
+        if table is None:
+            table = self.memo[rel] = {}
+        tk = (cols, key)
+        got = table.get(tk)
         if got is not None:
             return got
+        coarse = self.plans.coarse(rel, cols)
+        if coarse is not None:
+            sub = tuple(key[i] for i in coarse.take)
+            wide = self.demand(rel, coarse.cols, sub)
+            rest = coarse.rest
+            if len(rest) == 1:
+                (c, i), = rest
+                v = key[i]
+                narrow = {row: r for row, r in wide.items() if row[c] == v}
+            else:
+                narrow = {row: r for row, r in wide.items()
+                          if all(row[c] == key[i] for c, i in rest)}
+            if (coarse.cols, sub) in table:  # complete (not inside an unfinished cycle)
+                table[tk] = narrow
+                self.entries += 1
+            return narrow
+        mk = (rel, cols, key)
         pos = self.active.get(mk)
         if pos is not None:  # a recursive call: answers so far; the caller is incomplete
             self.recursive_hits.add(pos)
@@ -93,7 +188,7 @@ class DemandContext:
                 self.low[-1] = pos
             return dict(self.partial[pos])  # a snapshot: the caller iterates it
         depth = len(self.stack)
-        out: dict[ir.Row, None] = {}
+        out: dict[ir.Row, int] = {}
         self.stack.append(mk)
         self.partial.append(out)
         self.active[mk] = depth
@@ -117,20 +212,27 @@ class DemandContext:
                 self.low[-1] = low
             return out
         self.recursive_hits.discard(depth)
-        self.memo[mk] = out
+        table[tk] = out
+        self.entries += 1
         return out
 
     def _evaluate(self, rel: str, cols: tuple[int, ...], key: Key,
-                  out: dict[ir.Row, None]) -> None:
-        add = out.setdefault
+                  out: dict[ir.Row, int]) -> None:
+        """Add the rows of ``rel`` matching ``key`` to ``out``, each with the index of the
+        first rule that derived it (:data:`STORED` for a stored row)."""
         stored = self.full.get(rel)
         if stored:  # base facts given for a virtual relation are stored like any others
             if not cols:
-                out.update(dict.fromkeys(stored))
+                out.update(dict.fromkeys(stored, STORED))
             else:
                 k: Any = key[0] if len(key) == 1 else key
-                out.update(dict.fromkeys(self.base_index(rel, cols).get(k, ())))
+                out.update(dict.fromkeys(self.base_index(rel, cols).get(k, ()), STORED))
+        point = len(cols) == self.arity[rel]  # a membership test: one row at most
+        got: dict[ir.Row, None] = {}
+        add = got.setdefault
         for rule in self.plans.rules.get(rel, ()):
+            if point and out:
+                return
             binding: dict[str, ir.Value] = {}
             ok = True
             for c, v in zip(cols, key, strict=True):
@@ -145,6 +247,12 @@ class DemandContext:
                 continue
             fn = self.plans.fn(rule, frozenset(binding))
             fn(self.F, None, self.index, add, binding)
+            if got:
+                if out:
+                    out.update(dict.fromkeys(got.keys() - out.keys(), rule.index))
+                else:
+                    out.update(dict.fromkeys(got, rule.index))
+                got.clear()
 
 
 class _Relations(Mapping[str, Any]):

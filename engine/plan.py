@@ -12,10 +12,13 @@ A plan is a list of steps run left to right, each binding more variables:
 
 Join order is greedy: after the delta atom (if any), take the atom with the most bound
 columns, ties in source order; place comparisons and negations as soon as they are bound.
+Goal-directed plans (engine/demand.py) instead take the order engine/stats.py estimates cheapest
+from the database's sizes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import ir
@@ -142,7 +145,11 @@ def order_body(
     pre_bound: set[str] | None = None,
     first: int | None = None,
     virtual: frozenset[str] = frozenset(),
+    atom_order: Sequence[int] | None = None,
 ) -> list[Step]:
+    """Steps for a body: the delta literal first (``first``), then the positive atoms in
+    ``atom_order`` (body positions, e.g. chosen from statistics by engine/stats.py) or
+    greedily by bound columns, each comparison and negation as soon as it is bound."""
     bound = set(pre_bound or ())
     steps: list[Step] = []
     others = [(i, lit) for i, lit in enumerate(body) if not isinstance(lit, ir.Atom)]
@@ -187,6 +194,15 @@ def order_body(
         atoms = [a for a in atoms if a[0] != first]
         steps.append(_scan(atom, first, "delta", bound))
     flush()
+    if atom_order is not None:
+        by_pos = dict(atoms)
+        assert sorted(atom_order) == sorted(by_pos), "atom_order must list every atom"
+        for i in atom_order:
+            a = by_pos[i]
+            assert isinstance(a, ir.Atom)
+            steps.append(_scan(a, i, "full", bound))
+            flush()
+        atoms = []
     while atoms:
         best = max(atoms, key=lambda a: _score(a[1], bound, virtual))
         atoms.remove(best)
@@ -212,8 +228,9 @@ def plan_variant(rule: ir.Rule, position: int) -> RulePlan:
 
 
 def plan_bound(
-    rule: ir.Rule, pre_bound: set[str], virtual: frozenset[str] = frozenset()
+    rule: ir.Rule, pre_bound: set[str], virtual: frozenset[str] = frozenset(),
+    atom_order: Sequence[int] | None = None,
 ) -> RulePlan:
     """A plan for the body with some variables already bound (explanations, queries, demand)."""
-    steps = order_body(rule.body, pre_bound, virtual=virtual)
+    steps = order_body(rule.body, pre_bound, virtual=virtual, atom_order=atom_order)
     return RulePlan(rule, rule.head, tuple(steps), None, tuple(sorted(pre_bound)))

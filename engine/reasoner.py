@@ -22,16 +22,21 @@ from . import ir
 from .codegen import RunFn, compile_plan, solve
 from .compiler import compile_goal
 from .database import Database
-from .demand import DemandContext, DemandPlans
+from .demand import DemandContext, DemandPlans, Memo
 from .evaluate import EvalStats, Evaluator
 from .explain import Explanation, Proof, Prover, WhyNot
 from .incremental import Change, Maintainer
 from .plan import plan_bound
+from .stats import Statistics
 
 INSERTED = "inserted at run time"
 #: a transaction touching at least BULK_MIN base rows and more than 1/BULK_RATIO of all base
 #: rows is applied by re-evaluating from scratch (and diffing) instead of by DRed
 BULK_MIN = 1000
+#: answers of virtual lookups kept across reads before all are dropped (a bound on memory)
+MEMO_LIMIT = 200_000
+#: stored rows that may come and go before the plans are made again regardless of the ratio
+REPLAN_SLACK = 1000
 BULK_RATIO = 4
 
 
@@ -52,6 +57,32 @@ class _Goal:
     names: tuple[str, ...]
     rule: ir.Rule
     fn: RunFn
+
+
+def _dependents(program: ir.Program) -> dict[str, frozenset[str]]:
+    """relation -> the virtual relations whose answers depend on it (itself included)."""
+    users: dict[str, set[str]] = {}
+    for rule in program.rules:
+        for lit in rule.body:
+            atom = lit.atom if isinstance(lit, ir.Neg) else lit
+            if isinstance(atom, ir.Atom):
+                users.setdefault(atom.rel, set()).add(rule.head.rel)
+    out: dict[str, frozenset[str]] = {}
+    for rel in program.relations:
+        seen = {rel}
+        stack = [rel]
+        while stack:
+            for u in users.get(stack.pop(), ()):
+                if u not in seen:
+                    seen.add(u)
+                    stack.append(u)
+        out[rel] = frozenset(seen & program.virtual)
+    return out
+
+
+def _atom_args(lit: ir.Lit) -> tuple[ir.Term, ...]:
+    atom = lit.atom if isinstance(lit, ir.Neg) else lit
+    return atom.args if isinstance(atom, ir.Atom) else ()
 
 
 def _value_ok(v: object) -> bool:
@@ -95,16 +126,30 @@ class Reasoner:
                                 ([watch] if isinstance(watch, str) else watch))
         cache = program.compiled
         if "reasoner" not in cache:  # compiled once per program, shared by its reasoners
-            cache["reasoner"] = (Evaluator(program), Maintainer(program), DemandPlans(program))
+            cache["reasoner"] = (Evaluator(program), Maintainer(program), {})
         shared = cache["reasoner"]
         assert isinstance(shared, tuple)
-        self._evaluator, self._maintainer, self._plans = shared
+        self._evaluator, self._maintainer, compiled = shared
+        # plans ordered by this reasoner's own statistics; generated code shared per program
+        self._plans = DemandPlans(program, compiled)
+        #: the number of stored rows the current plans were made for (None: not planned)
+        self._planned_for: int | None = None
+        # answers of virtual relations kept across reads, dropped per relation on changes
+        self._memo: Memo = {}
+        self._memo_entries = 0
+        self._last: DemandContext | None = None
+        if "dependents" not in cache:
+            cache["dependents"] = _dependents(program)
+        deps = cache["dependents"]
+        assert isinstance(deps, dict)
+        self._dependents: dict[str, frozenset[str]] = deps
         self._base: dict[str, dict[ir.Row, Span | None]] = {r: {} for r in program.relations}
         for f in program.facts:
             self._base[f.rel].setdefault(f.row, f.span)
         self._db: Database | None = None
         self._lock = threading.RLock()
         self._goals: dict[str, _Goal] = {}
+        self._premise_fns: dict[int, RunFn] = {}
         self.stats: EvalStats | None = None
 
     # -- updates ------------------------------------------------------------------------------
@@ -196,9 +241,19 @@ class Reasoner:
             n = sum(map(len, ins.values())) + sum(map(len, dels.values()))
             if n >= BULK_MIN and n * BULK_RATIO > sum(map(len, self._base.values())):
                 changed = self._rebuild_and_diff(db, watch)
+                self._forget()
             else:
                 changed = self._maintainer.apply(db, self._base, ins, dels, watch)
+                for rel in {*ins, *dels, *changed}:
+                    for v in self._dependents.get(rel, ()):
+                        self._memo.pop(v, None)
             return Changes(changed, self.program.derived)
+
+    def _forget(self) -> None:
+        """Drop every answer kept across reads."""
+        self._memo.clear()
+        self._memo_entries = 0
+        self._last = None
 
     def _rebuild_and_diff(self, old: Database, watch: frozenset[str]) -> dict[str, Change]:
         """A bulk change (a load, a big import): evaluate from scratch, which is cheaper than
@@ -221,6 +276,7 @@ class Reasoner:
         """Throw the materialization away and evaluate from scratch (for comparisons)."""
         with self._lock:
             self._db = None
+            self._forget()
             self._database()
 
     # -- evaluation ---------------------------------------------------------------------------
@@ -243,7 +299,24 @@ class Reasoner:
     def _context(self) -> DemandContext:
         """A read's view: materialized relations, and virtual ones evaluated on demand."""
         db = self._database()
-        return DemandContext(self.program, self._plans, db.full, db.index)
+        self._replan(db)
+        if self._last is not None:
+            self._memo_entries += self._last.entries
+            if self._memo_entries > MEMO_LIMIT:
+                self._forget()
+        ctx = self._last = DemandContext(self.program, self._plans, db.full, db.index,
+                                         self._memo)
+        return ctx
+
+    def _replan(self, db: Database) -> None:
+        """Order goal-directed plans by the database's statistics (engine/stats.py), again
+        whenever the stored rows have grown or shrunk by a factor of two since."""
+        n = db.rows
+        last = self._planned_for
+        if last is not None and (n <= 2 * last + REPLAN_SLACK and last <= 2 * n + REPLAN_SLACK):
+            return
+        self._plans.use(Statistics(self.program, db.full))
+        self._planned_for = n
 
     def view(self) -> DemandContext:
         """The current state as generated rule code reads it (``F``, ``index``); valid until
@@ -306,10 +379,92 @@ class Reasoner:
         row = (subject, operation, resource)
         with self._lock:
             ctx = self._context()
+            return self._decide(ctx, rel, row)
+
+    def _decide(self, ctx: DemandContext, rel: str, row: ir.Row) -> Decision:
+        """The decision with cheap reasons (Cedar's "determining policies"): the rule that
+        derived the row first, then the rules that derived its premises in the first body
+        instance found — read from the rule indexes demand evaluation records per row, not
+        from a proof search (``explain`` builds the minimal-height proof tree)."""
+        if rel in self.program.virtual:
+            got = ctx.demand(rel, (0, 1, 2), row)
+            if not got:
+                return Decision(False, ())
+            rid = got[row]
+            rule = self.program.rules[rid] if rid >= 0 else None
+        else:
             if row not in ctx.F[rel]:
                 return Decision(False, ())
-            proof = self._prover(ctx).prove(rel, row)
-        return Decision(True, tuple(proof.reasons()))
+            rule = self._deriving_rule(ctx, rel, row)
+        if rule is None:  # a base fact of the decision relation
+            return Decision(True, ())
+        reasons = [rule.name]
+        env = self._premises(ctx, rule, row)
+        for lit in rule.body:
+            if not isinstance(lit, ir.Atom) or lit.rel not in self._plans.rules:
+                continue
+            cols = tuple(c for c, t in enumerate(lit.args)
+                         if isinstance(t, ir.Const) or not t.name.startswith("_?"))
+            key = tuple(t.value if isinstance(t, ir.Const) else env[t.name]
+                        for t in (lit.args[c] for c in cols))
+            sub = self._rule_of(ctx, lit.rel, cols, key)
+            if sub is not None and sub.name not in reasons:
+                reasons.append(sub.name)
+        return Decision(True, tuple(reasons))
+
+    def _premises(self, ctx: DemandContext, rule: ir.Rule, row: ir.Row) -> dict[str, ir.Value]:
+        """The first binding of ``rule``'s named body variables with its head equal to ``row``."""
+        names = sorted({t.name for lit in rule.body for t in _atom_args(lit)
+                        if isinstance(t, ir.Var) and not t.name.startswith("_?")})
+        env: dict[str, ir.Value] = {}
+        for t, v in zip(rule.head.args, row, strict=True):
+            if isinstance(t, ir.Var):
+                env[t.name] = v
+        fn = self._premise_fns.get(rule.index)
+        if fn is None:
+            head = ir.Atom("<premises>", tuple(ir.Var(n) for n in names))
+            bound = {n for n in env if n in names}
+            probe = ir.Rule(rule.index, rule.name, head, rule.body)
+            fn = self._premise_fns[rule.index] = compile_plan(
+                plan_bound(probe, bound, self.program.virtual))
+        first: list[ir.Row] = []
+
+        def take(r: ir.Row) -> None:
+            if not first:
+                first.append(r)
+
+        fn(ctx.F, None, ctx.index, take, env)
+        if first:
+            env.update(zip(names, first[0], strict=True))
+        return env
+
+    def _rule_of(self, ctx: DemandContext, rel: str, cols: tuple[int, ...],
+                 key: tuple[ir.Value, ...]) -> ir.Rule | None:
+        """The rule that derived the first row of ``rel`` matching ``key`` (None: a fact)."""
+        if rel in self.program.virtual:
+            got = ctx.demand(rel, cols, key)
+            for rid in got.values():
+                return self.program.rules[rid] if rid >= 0 else None
+            return None
+        rows = ctx.lookup(rel, cols, key)
+        for r in rows:
+            return self._deriving_rule(ctx, rel, r)
+        return None
+
+    def _deriving_rule(self, ctx: DemandContext, rel: str, row: ir.Row) -> ir.Rule | None:
+        """A rule of materialized ``rel`` whose body holds for ``row`` (None: a base fact)."""
+        if row in self._base.get(rel, {}):
+            return None
+        for rule in self._plans.rules.get(rel, ()):
+            env: dict[str, ir.Value] = {}
+            if all(env.setdefault(t.name, v) == v if isinstance(t, ir.Var) else t.value == v
+                   for t, v in zip(rule.head.args, row, strict=True)):
+                fn = self._plans.fn(rule, frozenset(env))
+                hit: list[ir.Row] = []
+                fn(ctx.F, None, ctx.index, hit.append, env)
+                if hit:
+                    return rule
+        return None
 
     def _prover(self, ctx: DemandContext) -> Prover:
         def origin(rel: str, row: ir.Row) -> Span | str | None:

@@ -1,0 +1,233 @@
+"""Cardinality estimates for goal-directed plans (engine/demand.py).
+
+A point query binds a few arguments, and the cost of answering it depends almost entirely on
+which body atom is read first: in the Gravitino model, ``allow_applies(U, P, O)`` with all three
+bound is answered in a handful of lookups when it starts from the object's ancestors, and in
+thousands when it starts from every grant of privilege ``P``. Counting bound columns (the
+ordering of engine/plan.py without statistics) cannot tell the two apart; sizes can.
+
+:class:`Statistics` estimates, for an atom with some columns bound, its *fanout* (rows per
+lookup) and the *cost* of one lookup:
+
+* a stored relation (base or materialized): for a lookup, the expected size of the bucket of
+  a random row's key (:meth:`Statistics.weighted`, which sees skew); for a membership test,
+  ``|R| / Π distinct(c)`` (independence, the textbook estimate; at most 1); cost 1;
+* a virtual relation: the sum over its rules of the cheapest plan for the rule body with the
+  head's bound variables bound (rows out, work done), computed recursively and memoized; a
+  recursive reference met while estimating itself counts as :data:`RECURSIVE`.
+
+:meth:`Statistics.order` picks the order of a body's atoms that minimizes the estimated work
+(the sum over steps of rows flowing in × the step's cost), exhaustively for short bodies and
+greedily beyond :data:`EXHAUSTIVE` atoms; comparisons and negations are placed as soon as they
+are bound (engine/plan.py) and assumed to keep half the rows.
+
+Estimates are taken from the database as it is when a plan is first needed; the reasoner
+throws them away (and re-plans) when the base facts grow or shrink by a factor of two.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
+from typing import Any
+
+from . import ir
+from .plan import is_anon
+
+#: (rows per lookup, work per lookup)
+Estimate = tuple[float, float]
+#: bodies with at most this many positive atoms are ordered exhaustively
+EXHAUSTIVE = 6
+#: what a recursive reference is assumed to cost while its own estimate is being computed
+RECURSIVE: Estimate = (1.0, 50.0)
+#: share of rows a comparison or a negation keeps
+FILTER = 0.5
+#: relations up to this size are measured exactly, bigger ones from a sample of this size
+SAMPLE = 20_000
+
+
+def _bound(t: ir.Term, bound: set[str]) -> bool:
+    return isinstance(t, ir.Const) or (t.name in bound and not is_anon(t))
+
+
+class Statistics:
+    """Sizes and per-column distinct counts of the stored relations, estimates for the rest."""
+
+    def __init__(self, program: ir.Program, full: Mapping[str, Any],
+                 index: Callable[[str, tuple[int, ...]], Any] | None = None) -> None:
+        self.program = program
+        self.full = full
+        self.virtual = program.virtual
+        self.rules: dict[str, list[ir.Rule]] = {}
+        for r in program.rules:
+            self.rules.setdefault(r.head.rel, []).append(r)
+        self._distinct: dict[tuple[str, int], int] = {}
+        self._weighted: dict[tuple[str, tuple[int, ...]], float] = {}
+        self._virtual: dict[tuple[str, tuple[int, ...]], Estimate] = {}
+        self._active: set[tuple[str, tuple[int, ...]]] = set()
+
+    def size(self, rel: str) -> int:
+        rows = self.full.get(rel)
+        return len(rows) if rows else 0
+
+    def distinct(self, rel: str, col: int) -> int:
+        k = (rel, col)
+        d = self._distinct.get(k)
+        if d is None:
+            rows = self.full.get(rel) or ()
+            d = self._distinct[k] = max(1, len({row[col] for row in rows}))
+        return d
+
+    def stored(self, rel: str, cols: Sequence[int], arity: int) -> float:
+        n = self.size(rel)
+        if not n:
+            return 0.0
+        if not cols:
+            return float(n)
+        if len(cols) == arity:  # a membership test: the chance that the row is there
+            f = float(n)
+            for c in cols:
+                f /= self.distinct(rel, c)
+            return min(1.0, f)
+        return max(1.0, self.weighted(rel, tuple(cols)))
+
+    def weighted(self, rel: str, cols: tuple[int, ...]) -> float:
+        """The expected number of rows sharing the key of a random row (Σ count² / n over
+        the keys on ``cols``). Unlike n / distinct it sees skew: keys taken from other
+        relations' rows (join keys) hit the big buckets more often than the small ones —
+        a catalog carries far more grants than a table. Exact up to :data:`SAMPLE` rows,
+        estimated from a sample of that many beyond."""
+        k = (rel, cols)
+        got = self._weighted.get(k)
+        if got is not None:
+            return got
+        rows: Any = self.full.get(rel) or ()
+        n = len(rows)
+        key = itemgetter(*cols)
+        if n <= SAMPLE:
+            counts = Counter(map(key, rows))
+            got = sum(c * c for c in counts.values()) / n if n else 0.0
+        else:
+            sample = random.Random(n).sample(list(rows), SAMPLE)
+            pairs = sum(m * (m - 1) for m in Counter(map(key, sample)).values())
+            got = 1.0 + pairs * (n - 1) / (SAMPLE * (SAMPLE - 1))
+        self._weighted[k] = got
+        return got
+
+    def estimate(self, rel: str, cols: tuple[int, ...], arity: int) -> Estimate:
+        """Rows per lookup of ``rel`` on ``cols``, and the work of one lookup."""
+        if rel not in self.virtual:
+            return (self.stored(rel, cols, arity), 1.0)
+        k = (rel, cols)
+        got = self._virtual.get(k)
+        if got is not None:
+            return got
+        if k in self._active:
+            return RECURSIVE
+        self._active.add(k)
+        try:
+            rows, work = self.stored(rel, cols, arity), 1.0
+            for rule in self.rules.get(rel, ()):
+                bound: set[str] = set()
+                ok = True
+                for c in cols:
+                    t = rule.head.args[c]
+                    if isinstance(t, ir.Var):
+                        bound.add(t.name)
+                if not ok:
+                    continue
+                _, r, w = self._best(rule.body, bound)
+                rows += r
+                work += w
+            if len(cols) == arity:
+                rows = min(rows, 1.0)
+        finally:
+            self._active.discard(k)
+        got = self._virtual[k] = (rows, work)
+        return got
+
+    def order(self, body: Sequence[ir.Lit], bound: set[str]) -> list[int]:
+        """Body positions of the positive atoms in the cheapest estimated order."""
+        return self._best(body, bound)[0]
+
+    def _atom(self, a: ir.Atom, bound: set[str]) -> Estimate:
+        cols = tuple(c for c, t in enumerate(a.args) if _bound(t, bound))
+        return self.estimate(a.rel, cols, len(a.args))
+
+    def _best(self, body: Sequence[ir.Lit], bound: set[str]) -> tuple[list[int], float, float]:
+        atoms = [i for i, lit in enumerate(body) if isinstance(lit, ir.Atom)]
+        others: list[ir.Lit] = [lit for lit in body if not isinstance(lit, ir.Atom)]
+        if len(atoms) <= EXHAUSTIVE:
+            best: tuple[list[int], float, float] | None = None
+            for perm in itertools.permutations(atoms):
+                rows, work = self._cost(body, perm, bound, others, best[2] if best else None)
+                if best is None or work < best[2]:
+                    best = (list(perm), rows, work)
+            assert best is not None or not atoms
+            return best if best is not None else ([], 1.0, 0.0)
+        chosen: list[int] = []
+        left = list(atoms)
+        b = set(bound)
+        while left:
+            nxt = min(left, key=lambda i: self._step_key(body[i], b))
+            left.remove(nxt)
+            chosen.append(nxt)
+            b |= _vars(body[nxt])
+        rows, work = self._cost(body, chosen, bound, others, None)
+        return chosen, rows, work
+
+    def _step_key(self, lit: ir.Lit, bound: set[str]) -> float:
+        assert isinstance(lit, ir.Atom)
+        fanout, work = self._atom(lit, bound)
+        return work + 10.0 * fanout
+
+    def _cost(self, body: Sequence[ir.Lit], perm: Sequence[int], bound: set[str],
+              others: list[ir.Lit], cap: float | None) -> tuple[float, float]:
+        b = set(bound)
+        pending = list(others)
+        rows, work = 1.0, 0.0
+        for i in perm:
+            lit = body[i]
+            assert isinstance(lit, ir.Atom)
+            fanout, w = self._atom(lit, b)
+            work += rows * w
+            rows *= fanout
+            b |= _vars(lit)
+            rows, work = self._filters(pending, b, rows, work)
+            if cap is not None and work >= cap:
+                return rows, work
+        return rows, work
+
+    def _filters(self, pending: list[ir.Lit], b: set[str], rows: float,
+                 work: float) -> tuple[float, float]:
+        for lit in list(pending):
+            if isinstance(lit, ir.Neg):
+                if not all(_bound(t, b) for t in lit.atom.args if not is_anon(t)):
+                    continue
+                cols = tuple(c for c, t in enumerate(lit.atom.args) if not is_anon(t))
+                _, w = self.estimate(lit.atom.rel, cols, len(lit.atom.args))
+                work += rows * w
+            elif isinstance(lit, ir.Cmp):
+                lb, rb = _bound(lit.left, b), _bound(lit.right, b)
+                if lit.op == "=" and (lb or rb):
+                    for t in (lit.left, lit.right):
+                        if isinstance(t, ir.Var):
+                            b.add(t.name)
+                    if not (lb and rb):
+                        pending.remove(lit)
+                        continue
+                elif not (lb and rb):
+                    continue
+            pending.remove(lit)
+            rows *= FILTER
+        return rows, work
+
+
+def _vars(lit: ir.Lit) -> set[str]:
+    atom = lit.atom if isinstance(lit, ir.Neg) else lit
+    if isinstance(atom, ir.Atom):
+        return {t.name for t in atom.args if isinstance(t, ir.Var) and not is_anon(t)}
+    return set()

@@ -25,6 +25,12 @@ from .stats import Statistics
 Key = tuple[ir.Value, ...]
 #: relation -> (looked-up columns, key) -> the matching rows, each with its deriving rule
 Memo = dict[str, dict[tuple[tuple[int, ...], Key], dict[ir.Row, int]]]
+#: (rule index, function, (key position, constant) checks, (variable, key position) bindings,
+#: pairs of key positions that must be equal)
+Call = tuple[int, RunFn, tuple[tuple[int, ir.Value], ...], tuple[tuple[str, int], ...],
+             tuple[tuple[int, int], ...]]
+_UNKNOWN = object()
+_ALL = [tuple(range(n)) for n in range(64)]
 #: a coarser lookup is used when it is estimated to return at most this many rows
 COARSE_ROWS = 16.0
 #: the rule index recorded for a row of a virtual relation given as a base fact
@@ -53,12 +59,14 @@ class DemandPlans:
         self.recursive = frozenset(r for st in program.strata if st.recursive
                                    for r in st.relations)
         self._coarse: dict[tuple[str, tuple[int, ...]], Coarse | None] = {}
+        self._calls: dict[tuple[str, tuple[int, ...]], list[Call]] = {}
 
     def use(self, stats: Statistics | None) -> None:
         """Plan from these statistics from now on (forgetting the plans made before)."""
         self.stats = stats
         self.cache = {}
         self._coarse = {}
+        self._calls = {}
 
     def coarse(self, rel: str, cols: tuple[int, ...]) -> Coarse | None:
         """Answer a lookup on ``cols`` from a lookup on fewer columns, when that one is small
@@ -86,6 +94,29 @@ class DemandPlans:
 
     def order(self, rule: ir.Rule, bound: frozenset[str]) -> tuple[int, ...] | None:
         return None if self.stats is None else tuple(self.stats.order(rule.body, set(bound)))
+
+    def calls(self, rel: str, cols: tuple[int, ...]) -> list[Call]:
+        """How to evaluate ``rel`` looked up on ``cols``: per rule, its function and how
+        the key binds its head (constants to check, variables to bind, repeated variables)."""
+        k = (rel, cols)
+        got = self._calls.get(k)
+        if got is None:
+            got = self._calls[k] = []
+            for rule in self.rules.get(rel, ()):
+                consts: list[tuple[int, ir.Value]] = []
+                names: dict[str, int] = {}
+                same: list[tuple[int, int]] = []
+                for i, c in enumerate(cols):
+                    t = rule.head.args[c]
+                    if isinstance(t, ir.Const):
+                        consts.append((i, t.value))
+                    elif t.name in names:
+                        same.append((names[t.name], i))
+                    else:
+                        names[t.name] = i
+                fn = self.fn(rule, frozenset(names))
+                got.append((rule.index, fn, tuple(consts), tuple(names.items()), tuple(same)))
+        return got
 
     def fn(self, rule: ir.Rule, bound: frozenset[str]) -> RunFn:
         k = (rule.index, bound)
@@ -126,6 +157,8 @@ class DemandContext:
         self.arity = plans.arity
         self.memo: Memo = {} if memo is None else memo
         self.entries = 0
+        self.recursive = plans.recursive
+        self.coarse = plans._coarse
         # tabling state for recursive virtual relations
         self.stack: list[tuple[str, tuple[int, ...], Key]] = []
         self.partial: list[dict[ir.Row, int]] = []
@@ -164,8 +197,11 @@ class DemandContext:
         got = table.get(tk)
         if got is not None:
             return got
-        coarse = self.plans.coarse(rel, cols)
+        coarse = self.coarse.get((rel, cols), _UNKNOWN)
+        if coarse is _UNKNOWN:
+            coarse = self.plans.coarse(rel, cols)
         if coarse is not None:
+            assert isinstance(coarse, Coarse)
             sub = tuple(key[i] for i in coarse.take)
             wide = self.demand(rel, coarse.cols, sub)
             rest = coarse.rest
@@ -180,6 +216,13 @@ class DemandContext:
                 table[tk] = narrow
                 self.entries += 1
             return narrow
+        if rel not in self.recursive:
+            # outside recursion no call can meet itself, and nothing it reads is partial
+            out: dict[ir.Row, int] = {}
+            self._evaluate(rel, cols, key, out)
+            table[tk] = out
+            self.entries += 1
+            return out
         mk = (rel, cols, key)
         pos = self.active.get(mk)
         if pos is not None:  # a recursive call: answers so far; the caller is incomplete
@@ -188,7 +231,7 @@ class DemandContext:
                 self.low[-1] = pos
             return dict(self.partial[pos])  # a snapshot: the caller iterates it
         depth = len(self.stack)
-        out: dict[ir.Row, int] = {}
+        out = {}
         self.stack.append(mk)
         self.partial.append(out)
         self.active[mk] = depth
@@ -230,28 +273,19 @@ class DemandContext:
         point = len(cols) == self.arity[rel]  # a membership test: one row at most
         got: dict[ir.Row, None] = {}
         add = got.setdefault
-        for rule in self.plans.rules.get(rel, ()):
+        for rid, fn, consts, names, same in self.plans.calls(rel, cols):
             if point and out:
                 return
-            binding: dict[str, ir.Value] = {}
-            ok = True
-            for c, v in zip(cols, key, strict=True):
-                t = rule.head.args[c]
-                if isinstance(t, ir.Const):
-                    ok = t.value == v
-                elif binding.setdefault(t.name, v) != v:
-                    ok = False
-                if not ok:
-                    break
-            if not ok:
+            if consts and any(key[i] != v for i, v in consts):
                 continue
-            fn = self.plans.fn(rule, frozenset(binding))
-            fn(self.F, None, self.index, add, binding)
+            if same and any(key[i] != key[j] for i, j in same):
+                continue
+            fn(self.F, None, self.index, add, {n: key[i] for n, i in names})
             if got:
                 if out:
-                    out.update(dict.fromkeys(got.keys() - out.keys(), rule.index))
+                    out.update(dict.fromkeys(got.keys() - out.keys(), rid))
                 else:
-                    out.update(dict.fromkeys(got, rule.index))
+                    out.update(dict.fromkeys(got, rid))
                 got.clear()
 
 
@@ -283,7 +317,7 @@ class VirtualRelation:
 
     def __contains__(self, row: object) -> bool:
         assert isinstance(row, tuple)
-        return bool(self.ctx.demand(self.rel, tuple(range(len(row))), row))
+        return bool(self.ctx.demand(self.rel, _ALL[len(row)], row))
 
     def __iter__(self) -> Iterator[ir.Row]:
         return iter(self.ctx.demand(self.rel, (), ()))

@@ -15,8 +15,23 @@ from typing import Any
 
 from .ir import Row
 
-# key -> rows with that key; a dict used as an insertion-ordered set (fast removal, stable order)
-Index = defaultdict[Any, dict[Row, None]]
+# key -> rows with that key: a 1-tuple for a single row (most keys of most indexes: an object's
+# parent, its type), else a dict used as an insertion-ordered set (fast removal, stable order).
+# Both iterate rows and test membership; the 1-tuple saves a dict per key (~200 bytes).
+Bucket = tuple[Row] | dict[Row, None]
+Index = dict[Any, Bucket]
+
+
+def _put(ix: Index, k: Any, row: Row) -> None:
+    bucket = ix.get(k)
+    if bucket is None:
+        ix[k] = (row,)
+    elif type(bucket) is tuple:
+        if bucket[0] != row:
+            ix[k] = {bucket[0]: None, row: None}
+    else:
+        assert isinstance(bucket, dict)
+        bucket[row] = None
 
 
 def _key_fn(cols: tuple[int, ...]) -> Callable[[Row], Any]:
@@ -44,9 +59,9 @@ class Database:
         ix = self.indexes.get(k)
         if ix is None:
             key = _key_fn(cols)
-            ix = defaultdict(dict)
+            ix = {}
             for row in self.ensure(rel):
-                ix[key(row)][row] = None
+                _put(ix, key(row), row)
             self.indexes[k] = ix
             self._by_rel[rel].append((key, ix))
         return ix
@@ -61,7 +76,7 @@ class Database:
         self._rows += len(full) - before
         for key, ix in self._by_rel.get(rel, ()):
             for row in rows:
-                ix[key(row)][row] = None
+                _put(ix, key(row), row)
 
     def remove(self, rel: str, rows: Collection[Row]) -> None:
         """Remove rows that are present."""
@@ -75,9 +90,13 @@ class Database:
             for row in rows:
                 k = key(row)
                 bucket = ix[k]
-                del bucket[row]
-                if not bucket:
+                if type(bucket) is tuple:
                     del ix[k]
+                else:
+                    assert isinstance(bucket, dict)
+                    del bucket[row]
+                    if len(bucket) == 1:
+                        ix[k] = (next(iter(bucket)),)
 
     def size(self) -> int:
         return sum(len(v) for v in self.full.values())

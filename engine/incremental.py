@@ -28,7 +28,7 @@ a level above all existing ones, so proofs rebuilt from levels stay well-founded
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -77,7 +77,7 @@ class OldRelation:
 class OldIndex:
     """A hash index over :class:`OldRelation`."""
 
-    def __init__(self, new: Mapping[Any, Mapping[ir.Row, None]], cols: tuple[int, ...],
+    def __init__(self, new: Mapping[Any, Collection[ir.Row]], cols: tuple[int, ...],
                  plus: Rows, minus: Rows) -> None:
         self.new, self.plus = new, plus
         key = itemgetter(*cols)

@@ -57,6 +57,8 @@ class _Goal:
     names: tuple[str, ...]
     rule: ir.Rule
     fn: RunFn
+    #: plans by atom order (chosen from statistics)
+    ordered: dict[tuple[int, ...], RunFn] = field(default_factory=dict)
 
 
 def _dependents(program: ir.Program) -> dict[str, frozenset[str]]:
@@ -346,13 +348,24 @@ class Reasoner:
             self._goals[text] = g
         return g
 
+    def _goal_fn(self, g: _Goal) -> RunFn:
+        """The goal's plan ordered by the current statistics (call after ``_context``)."""
+        order = self._plans.order(g.rule, frozenset())
+        if order is None:
+            return g.fn
+        fn = g.ordered.get(order)
+        if fn is None:
+            fn = g.ordered[order] = compile_plan(
+                plan_bound(g.rule, set(), self.program.virtual, order))
+        return fn
+
     def query(self, goal: str) -> list[dict[str, ir.Value]]:
         """Every binding of the goal's named variables, sorted."""
         g = self._goal(goal)
         out: set[ir.Row] = set()
         with self._lock:
             ctx = self._context()
-            g.fn(ctx.F, None, ctx.index, out.add, {})
+            self._goal_fn(g)(ctx.F, None, ctx.index, out.add, {})
         return [dict(zip(g.names, row, strict=True)) for row in sorted(out, key=_sort_key)]
 
     def ask(self, goal: str) -> bool:

@@ -722,7 +722,8 @@ def table(results: list[dict[str, Any]]) -> list[str]:
         ("load_table p50 / p99 (µs)", lambda r: "{} / {}".format(
             *(fmt(r['phases']['check']['by_op'].get('load_table', {}).get(k))
               for k in ("p50", "p99")))),
-        ("the same checks again (answers kept across reads): p50 / p99 (µs)", lambda r: "{} / {}".format(
+        ("the same checks again (answers kept across reads): p50 / p99 (µs)",
+         lambda r: "{} / {}".format(
             *(fmt(r['phases']['check']['decision_only'][k]) for k in ("p50", "p99")))),
         ("reference: hand-written Python decision (oracle) p50 / p99 (µs)",
          lambda r: "{} / {}".format(*(fmt(r['phases']['check']['oracle'][k])

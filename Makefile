@@ -37,9 +37,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/python tools/typecheck.py
 
-bench: $(STAMP)
+$(VENV)/.installed-bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+## Benchmarks; the peers (pyDatalog, clingo, Cedar, casbin, oso) come with the `bench` extra.
+bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/datalog_bench.py
 	$(BIN)/python benchmarks/incremental_bench.py
+	$(BIN)/python benchmarks/peers_bench.py
 
 clean:
 	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache .hypothesis .typecheck

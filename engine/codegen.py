@@ -8,9 +8,10 @@ Each plan becomes one generated function ``run(F, D, I, O, B)`` of nested loops:
   -> list of rows;
 * ``O(row)`` — where head rows go; ``B`` — values of pre-bound variables.
 
-The rule is written as a comment above the loops. Plans nested deeper than Python allows fall
-back to :func:`interpret`, which runs the same steps generically (and is the reference the
-tests compare the generated code with).
+The rule is written as a comment above the loops. Plans nested deeper than Python allows (more
+than ``MAX_LOOPS`` scans, or code Python refuses to compile) fall back to :func:`interpret`,
+which runs the same steps generically (and is the reference the tests compare the generated
+code with).
 """
 
 from __future__ import annotations
@@ -181,7 +182,13 @@ def compile_plan(plan: RulePlan) -> RunFn:
         return lambda F, D, I, O, B: interpret(plan, F, D, I, O, B)
     src = generate(plan)
     scope: dict[str, Any] = {"_lt": _lt}
-    exec(compile(src, f"<rule {plan.rule.name}>", "exec"), scope)
+    try:
+        code = compile(src, f"<rule {plan.rule.name}>", "exec")
+    except (SyntaxError, RecursionError):
+        # nested deeper than Python allows (100 indentation levels: a long run of negations
+        # or comparisons opens one `if` each)
+        return lambda F, D, I, O, B: interpret(plan, F, D, I, O, B)
+    exec(code, scope)
     fn: RunFn = scope["run"]
     return fn
 

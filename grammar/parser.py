@@ -60,11 +60,12 @@ ANNOTATIONS = ("materialize", "demand", "decision")
 
 
 class _SpannedSyntaxError(Exception):
-    def __init__(self, message: str, span: Span, known: str | None = None) -> None:
+    def __init__(self, message: str, span: Span, known: str | None = None,
+                 help: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.span = span
-        self.help = f"annotations are {known}" if known else None
+        self.help = f"annotations are {known}" if known else help
 
 
 def _meta_span(file: str, meta: Meta) -> Span:
@@ -134,7 +135,14 @@ class _ToAst(Transformer[Token, Any]):
         return ast.Const(unescape(str(ch[0]), sp), True, span=sp)
 
     def int(self, meta: Meta, ch: list[Token]) -> ast.Const:
-        return ast.Const(int(str(ch[0])), False, span=_tok_span(self.file, ch[0]))
+        sp = _tok_span(self.file, ch[0])
+        try:
+            value = int(str(ch[0]))
+        except ValueError:  # Python converts at most 4300 digits (sys.get_int_max_str_digits)
+            raise _SpannedSyntaxError(
+                f"integer literal of {len(ch[0].lstrip('-'))} digits is too long", sp,
+                help="integers have at most 4300 digits") from None
+        return ast.Const(value, False, span=sp)
 
     # literals
     def atom(self, meta: Meta, ch: list[Any]) -> ast.Atom:

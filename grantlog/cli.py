@@ -105,9 +105,10 @@ def cmd_explain(a: argparse.Namespace) -> int:
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    if len(a.args) < 3:
-        raise SystemExit("grantlog check: usage: grantlog check [--model M] [--facts F] "
-                         "FILE... SUBJECT OPERATION RESOURCE")
+    if len(a.args) < 3:  # a usage error: exit 2, like argparse's own
+        sys.stderr.write("grantlog check: usage: grantlog check [--model M] [--facts F] "
+                         "FILE... SUBJECT OPERATION RESOURCE\n")
+        return EXIT_USER
     *files, subject, operation, resource = a.args
     r = Reasoner(_compile(_inputs(a, files), a.strict))
     d = r.check(subject, operation, resource)
@@ -173,8 +174,7 @@ def cmd_test(a: argparse.Namespace) -> int:
 
 def cmd_fmt(a: argparse.Namespace) -> int:
     if a.paths == ["-"]:
-        text = sys.stdin.read()
-        sys.stdout.write(format_text(text, "<stdin>"))
+        sys.stdout.write(format_text(_read_stdin(), "<stdin>"))
         return EXIT_OK
     files, diags = expand_paths(a.paths, allow_empty=True)
     if diags:
@@ -207,6 +207,22 @@ def cmd_fmt(a: argparse.Namespace) -> int:
     if errors:
         return EXIT_USER
     return EXIT_NO if a.check and changed else EXIT_OK
+
+
+def _read_stdin() -> str:
+    """stdin as UTF-8 text, like a rule file (`bad-encoding` at the first bad byte)."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text stream without bytes underneath (tests, embedding)
+        return sys.stdin.read()
+    raw: bytes = buffer.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise GrantlogError([error("bad-encoding", f"stdin is not UTF-8 text (byte {e.start})",
+                                   Span("<stdin>", line, col, line, col + 1),
+                                   "rule files are read as UTF-8; convert the input")]) from None
 
 
 def cmd_lint(a: argparse.Namespace) -> int:
@@ -438,6 +454,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RecursionError:
         sys.stderr.write("error: the input nests too deeply to process\n")
         return EXIT_USER
+    except Exception:  # a bug in grantlog: say so, with what a bug report needs
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.write("grantlog: internal error (a bug in grantlog: please report it with the "
+                         "command and input that caused it)\n")
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,6 +19,7 @@ import json
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
@@ -163,21 +164,47 @@ def load_mapping(source: str | Path | Mapping[str, Any]) -> list[InputSpec]:
             data = tomllib.loads(raw.decode()) if p.suffix == ".toml" else json.loads(raw)
         except (OSError, ValueError) as e:
             raise GrantlogError([_bad(where, f"cannot read the input mapping: {e}")]) from e
+        except RecursionError as e:
+            raise GrantlogError([_bad(where, "cannot read the input mapping: nested too "
+                                      "deeply")]) from e
+    if not isinstance(data, Mapping):
+        raise GrantlogError([_bad(where, "the input mapping must be an object: relation -> "
+                                  "{path, format?, columns?, header?, options?}")])
     specs = []
     for rel, entry in data.items():
         if isinstance(entry, str):
             entry = {"path": entry}
-        if not isinstance(entry, Mapping) or "path" not in entry:
-            raise GrantlogError([_bad(where, f"entry `{rel}` needs a `path`")])
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("path"), str | PathLike):
+            raise GrantlogError([_bad(where, f"entry `{rel}` needs a `path` (a string)")])
+        problem = _entry_problem(entry)
+        if problem:
+            raise GrantlogError([_bad(where, f"entry `{rel}`: {problem}")])
         path = str(entry["path"])
         if not ("://" in path or Path(path).is_absolute()):
             path = str(base / path)
         cols = entry.get("columns")
         specs.append(InputSpec(
             rel, path, _format_for(path, entry.get("format"), where),
-            tuple(str(c) for c in cols) if cols is not None else None,
+            tuple(cols) if cols is not None else None,
             entry.get("header"), {str(k): str(v) for k, v in entry.get("options", {}).items()}))
     return specs
+
+
+def _entry_problem(entry: Mapping[str, Any]) -> str | None:
+    """What is wrong with the types of a mapping entry's optional keys, if anything."""
+    fmt, cols, header = entry.get("format"), entry.get("columns"), entry.get("header")
+    options = entry.get("options", {})
+    if fmt is not None and not isinstance(fmt, str):
+        return "`format` must be a string"
+    if cols is not None and not (isinstance(cols, list | tuple)
+                                 and all(isinstance(c, str) for c in cols)):
+        return "`columns` must be a list of strings"
+    if header is not None and not isinstance(header, bool):
+        return "`header` must be true or false"
+    if not (isinstance(options, Mapping)
+            and all(isinstance(v, str | int | float | bool) for v in options.values())):
+        return "`options` must map option names to strings, numbers or booleans"
+    return None
 
 
 def _bad(where: str, message: str, help: str | None = None) -> Diagnostic:

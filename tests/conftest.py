@@ -1,4 +1,4 @@
-"""Shared test setup: hypothesis profiles and golden-file helpers.
+"""Shared test setup: hypothesis profiles, golden-file helpers, the shared Spark session.
 
 Goldens: set ``GRANTLOG_UPDATE_GOLDENS=1`` to rewrite expected files, then review the diff.
 Hypothesis: ``HYPOTHESIS_PROFILE=ci`` (set by .ci/run) or ``dev`` (default).
@@ -7,7 +7,10 @@ Hypothesis: ``HYPOTHESIS_PROFILE=ci`` (set by .ci/run) or ``dev`` (default).
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -42,3 +45,26 @@ def check_golden(name: str, actual: str) -> None:
 @pytest.fixture
 def golden() -> object:
     return check_golden
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One local Spark session for the whole test run (startup takes seconds): the case corpus
+    (tests/test_cases.py) and tests/test_spark_bridge.py share it. Skips, with the reason,
+    when pyspark or Java is missing."""
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install "
+                        "'grantlog[spark]')")
+    if shutil.which("java") is None:
+        pytest.skip("no `java` on PATH: the Spark backend needs Java 17")
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("grantlog-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.adaptive.enabled", "false")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("checkpoints")))
+    yield session
+    session.stop()

@@ -8,6 +8,13 @@
   (declarations, imports, doc comments, labels, test blocks, ``//`` comments anywhere, odd
   whitespace), for the formatter round trip.
 * :func:`junk` / :func:`mutated` — text that is mostly not a program.
+* fuzzing (tests/test_fuzz.py): :func:`policy_files` (valid programs with declarations,
+  annotations, test blocks, comments, doc comments, imports of missing files, strings with
+  escapes), :func:`fact_files`, :func:`token_mutated` (token deletions, duplications, swaps,
+  replacements, truncation, random unicode, deep nesting, very long identifiers and integers),
+  :func:`byte_mutated` (bit flips, invalid UTF-8); :func:`gravitino_dirs` (Gravitino REST JSON)
+  and :func:`json_mutated` / :func:`json_bytes` (wrong types, missing keys, nulls, huge
+  numbers, nested garbage, broken JSON text).
 
 Stratification is guaranteed by construction: every relation gets a level; a rule may read
 relations of its own level or lower positively (recursion, mutual and non-linear included) and
@@ -18,7 +25,9 @@ by positive atoms (or by ``V = term`` with ``term`` already bound).
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
@@ -306,6 +315,7 @@ COMMENTS = ("// note", "//", "//x", "//// banner", "// trailing   ", "// } { . :
 #: comments that would lex as doc comments where a statement may start
 DOC_LIKE = ("/// inner", "///")
 DOCS = ("///", "/// A doc line.", "///no space", "///  two spaces", "/// `code` and // slashes")
+F_ANNOTATIONS = ("materialize", "demand", "decision", "weird")
 
 
 @dataclass
@@ -389,7 +399,9 @@ def _f_statement(draw: st.DrawFn, keywords: bool) -> list[_Tok]:
     elif kind == "import":
         body = [_Tok(t) for t in ("import", quote(draw(st.sampled_from(F_STRINGS))), ".")]
     elif kind == "decl":
-        toks = ["rel", draw(st.sampled_from(REL_NAMES)), "("]
+        # `@materialize` and friends (an unknown one parses too: `unknown-annotation` later)
+        toks = [f"@{a}" for a in draw(st.lists(st.sampled_from(F_ANNOTATIONS), max_size=2))]
+        toks += ["rel", draw(st.sampled_from(REL_NAMES)), "("]
         for i in range(draw(st.integers(0, 3))):
             if i:
                 toks.append(",")
@@ -483,3 +495,351 @@ def mutated(draw: st.DrawFn, base: st.SearchStrategy[str]) -> str:
             else:
                 chars[pos] = ch
     return "".join(chars)
+
+
+# ---------------------------------------------------------------------------------------------
+# fuzzing: valid inputs first, then grammar-aware and byte-level mutations of them
+
+#: string constants that need escapes or are otherwise awkward (no `\r`: a file read with
+#: universal newlines cannot keep one in a string)
+EXOTIC_STRINGS: tuple[str, ...] = (
+    'say "hi"', "back\\slash", "two\nlines", "tab\there", "", " ", "é", "日本語", "🙂",
+    "\u2028", "\x0c", "\x00", "// not a comment", "/// nor a doc", "not", "rel", "X", "_",
+    "1", "-1", "a.b.c", "m1/role/r",
+)
+EXOTIC_INTS: tuple[int, ...] = (0, -1, 2**63 - 1, -(2**63), 2**64, 10**40)
+MISSING_IMPORTS: tuple[str, ...] = ("missing.gl", "no/such/dir/x.gl", "", "../nope.gl", "é.gl")
+
+
+@st.composite
+def policy_files(draw: st.DrawFn) -> str:
+    """A program that mostly compiles: a generated program (tests/strategies.py `programs`)
+    with `@` annotations on its declarations, doc comments, `//` comments between statements,
+    facts with awkward strings and integers, test blocks and, now and then, an import of a file
+    that does not exist."""
+    prog = draw(programs(max_rels=4, max_rules=5))
+    out: list[str] = []
+    if draw(st.integers(0, 4)) == 4:
+        out.append(f"import {quote(draw(st.sampled_from(MISSING_IMPORTS)))}.")
+    for line in prog.text().splitlines():
+        if draw(st.integers(0, 4)) == 4:
+            out.append(draw(st.sampled_from(COMMENTS)))
+        if line.startswith("rel ") and draw(st.integers(0, 2)) == 2:
+            notes = draw(st.lists(st.sampled_from(F_ANNOTATIONS[:3]), max_size=2, unique=True))
+            line = " ".join([*(f"@{n}" for n in notes), line])
+        if not line.startswith("rel ") and draw(st.integers(0, 3)) == 3:
+            out.append(draw(st.sampled_from(DOCS[1:])))  # documents the statement below
+        out.append(line)
+    for i in range(draw(st.integers(0, 3))):
+        v: Value = draw(st.sampled_from(EXOTIC_STRINGS) | st.sampled_from(EXOTIC_INTS))
+        out.append(f"odd_value({i}, {show(v)}).")
+    if draw(st.integers(0, 3)) == 3:
+        # a long rule: a run of negations and comparisons (each one more nested block in the
+        # generated code); positive atoms stay few (planning is cubic in them)
+        n = draw(st.sampled_from([5, 60, 150, 400]))
+        lits = [f"not lr_no(X, {i})" if i % 2 else f"X != {i + 3}" for i in range(n)]
+        out += ["lr(1). lr(2). lr(5). lr_no(2, 1).",
+                f"lr_out(X) :- lr(X), lr(Y), Y < 5, {', '.join(lits)}."]
+    if draw(st.booleans()):
+        out += [b.text() for b in draw(test_blocks(prog))]
+    return "\n".join(out) + "\n"
+
+
+#: the base relations of examples/demo/policy.gl and their arities
+DEMO_SCHEMA: dict[str, int] = {"contains": 2, "member": 2, "role_of": 2, "privilege": 4,
+                               "owner": 2, "needs": 2}
+_DEMO_VALUES: tuple[Value, ...] = ("m1", "m1.c1", "m1.c1.s1.t1", "alice", "bob", "analysts",
+                                   "analyst", "select_table", "load_table", "allow", "deny",
+                                   *EXOTIC_STRINGS[:8])
+
+
+@st.composite
+def fact_files(draw: st.DrawFn) -> str:
+    """A fact file for examples/demo/policy.gl (what `grantlog check --facts F` reads): facts,
+    comments, now and then a value of the wrong type or a relation the policy lacks."""
+    out = [draw(st.sampled_from(COMMENTS))]
+    for _ in range(draw(st.integers(0, 12))):
+        rel = draw(st.sampled_from(sorted(DEMO_SCHEMA)))
+        vals: list[Value] = [draw(st.sampled_from(_DEMO_VALUES)) for _ in range(DEMO_SCHEMA[rel])]
+        if vals and draw(st.integers(0, 9)) == 9:  # an integer in a string column
+            vals[draw(st.integers(0, len(vals) - 1))] = draw(st.sampled_from(EXOTIC_INTS))
+        if draw(st.integers(0, 19)) == 19:
+            rel = draw(st.sampled_from(["unknown_rel", "allowed", "ancestor"]))
+        out.append(show_row(rel, tuple(vals)) + ".")
+    return "\n".join(out) + "\n"
+
+
+#: the lexical tokens of `.gl` text (strings and comments whole), whitespace included
+_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|[A-Za-z_][A-Za-z0-9_]*|-?[0-9]+'
+                    r"|:-|<=|>=|!=|\s+|.", re.S)
+#: tokens a mutation may insert: every keyword and punctuation mark of the grammar, and then some
+VOCABULARY: tuple[str, ...] = (
+    "rel", "import", "test", "expect", "expect not", "not", "@materialize", "@demand", "@",
+    "(", ")", "{", "}", ",", ".", ":", ":-", "=", "!=", "<", "<=", ">", ">=", "X", "_", "p",
+    "\"s\"", '"', "\\", "0", "-", "//", "///", "\n", " ", "é", "\x00", "\ufeff",
+)
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+@st.composite
+def token_mutated(draw: st.DrawFn, base: st.SearchStrategy[str]) -> str:
+    """``base`` text with one to four token-level mutations."""
+    toks = tokens(draw(base))
+    # one mutation most often: a text with one defect reaches further than one with several
+    for _ in range(draw(st.sampled_from([1, 1, 1, 2, 3, 4]))):
+        op = draw(st.sampled_from([
+            "delete", "duplicate", "swap", "replace", "insert", "unicode", "truncate",
+            "nest", "long_ident", "long_int", "repeat"]))
+        pos = draw(st.integers(0, len(toks)))
+        at = min(pos, len(toks) - 1)
+        if op == "truncate":
+            toks = toks[:pos]
+        elif op == "insert":
+            toks.insert(pos, draw(st.sampled_from(VOCABULARY)))
+        elif op == "unicode":
+            toks.insert(pos, draw(st.text(st.characters(), min_size=1, max_size=4)))
+        elif op == "nest":
+            # deep nesting: brackets, blocks, negations, comments opened many times over
+            opener = draw(st.sampled_from(["(", "{", 'test "t" {', "not ", "p(", "[", "///\n"]))
+            toks.insert(pos, opener * draw(st.integers(50, 3000)))
+        elif op == "long_int":  # an integer (the first one, if any) made very long
+            at = next((i for i, t in enumerate(toks) if t.lstrip("-").isdigit()), pos)
+            toks[at:at + 1] = ["9" * draw(st.sampled_from([4300, 4301, 6000]))]
+        elif not toks:
+            continue
+        elif op == "delete":
+            del toks[at]
+        elif op == "duplicate":
+            toks.insert(at, toks[at])
+        elif op == "swap":
+            other = draw(st.integers(0, len(toks) - 1))
+            toks[at], toks[other] = toks[other], toks[at]
+        elif op == "replace":
+            toks[at] = draw(st.sampled_from(VOCABULARY))
+        elif op == "long_ident":
+            # an identifier or variable (or whatever token is there) made very long
+            toks[at] = toks[at] * draw(st.integers(100, 2000)) if toks[at].strip() else "a" * 5000
+        elif op == "repeat":
+            # a token run repeated: long bodies, long argument lists, many statements
+            end = min(len(toks), at + draw(st.integers(1, 12)))
+            toks[at:end] = toks[at:end] * draw(st.integers(2, 40))
+    return "".join(toks)
+
+
+@st.composite
+def byte_mutated(draw: st.DrawFn, base: st.SearchStrategy[str]) -> bytes:
+    """``base`` as UTF-8 with a few bytes flipped, inserted or cut: often not UTF-8 any more."""
+    data = bytearray(draw(base).encode("utf-8"))
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["flip", "insert", "truncate", "bom", "crlf"]))
+        pos = draw(st.integers(0, len(data)))
+        if op == "flip" and data:
+            at = min(pos, len(data) - 1)
+            data[at] ^= 1 << draw(st.integers(0, 7))
+        elif op == "insert":
+            data[pos:pos] = draw(st.sampled_from(
+                [b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x00", b"\xef\xbb\xbf", b"\r", b"\x80\x80"]))
+        elif op == "truncate":
+            del data[pos:]
+        elif op == "bom":
+            data[0:0] = b"\xef\xbb\xbf"
+        elif op == "crlf":
+            data = bytearray(bytes(data).replace(b"\n", b"\r\n"))
+    return bytes(data)
+
+
+# ---- Gravitino REST JSON (grantlog/interop/gravitino.py; shapes as in
+# ---- tests/test_gravitino_import.py)
+
+Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
+
+_G_NAMES = ("alice", "bob", "eng", "analyst", "r", "Bob Smith", "not", "é", "x.y", "a/b")
+_G_OBJECTS: tuple[tuple[str, str], ...] = (
+    ("m1", "METALAKE"), ("c1", "CATALOG"), ("c1.s1", "SCHEMA"), ("c1.s1.t1", "TABLE"),
+    ("c1.s1.k", "TOPIC"), ("c1.s1.f", "FILESET"), ("c1.s1.m", "MODEL"), ("pii", "TAG"),
+    ("analyst", "ROLE"), ("retention", "POLICY"), ("compact", "JOB_TEMPLATE"), ("j-1", "JOB"),
+)
+_G_PRIVILEGES = ("USE_CATALOG", "USE_SCHEMA", "SELECT_TABLE", "modify_table", "CREATE_TABLE",
+                 "CONSUME_TOPIC", "APPLY_TAG", "RUN_JOB")
+
+
+def _g_name() -> st.SearchStrategy[str]:
+    return st.sampled_from(_G_NAMES)
+
+
+@st.composite
+def _g_user(draw: st.DrawFn) -> dict[str, Json]:
+    item: dict[str, Json] = {"name": draw(_g_name())}
+    if draw(st.booleans()):
+        item["roles"] = draw(st.lists(_g_name(), max_size=3))
+    if draw(st.booleans()):
+        item["audit"] = {"creator": "x", "createTime": "2025-01-01T00:00:00Z"}
+    return item
+
+
+@st.composite
+def _g_group(draw: st.DrawFn) -> dict[str, Json]:
+    item = draw(_g_user())
+    if draw(st.booleans()):
+        item["users"] = draw(st.lists(_g_name(), max_size=3))
+    return item
+
+
+@st.composite
+def _g_object(draw: st.DrawFn) -> dict[str, Json]:
+    full, kind = draw(st.sampled_from(_G_OBJECTS))
+    return {"fullName": full, "type": kind if draw(st.booleans()) else kind.lower()}
+
+
+@st.composite
+def _g_role(draw: st.DrawFn) -> dict[str, Json]:
+    objects: list[Json] = []
+    for _ in range(draw(st.integers(0, 3))):
+        obj = draw(_g_object())
+        obj["privileges"] = [
+            {"name": draw(st.sampled_from(_G_PRIVILEGES)),
+             "condition": draw(st.sampled_from(["ALLOW", "DENY", "allow"]))}
+            for _ in range(draw(st.integers(0, 3)))]
+        objects.append(obj)
+    return {"name": draw(_g_name()), "properties": {}, "securableObjects": objects}
+
+
+@st.composite
+def _g_owner(draw: st.DrawFn) -> dict[str, Json]:
+    return {"metadataObject": draw(_g_object()),
+            "owner": {"name": draw(_g_name()), "type": draw(st.sampled_from(["USER", "GROUP"]))}}
+
+
+_G_ITEMS = {"users": _g_user, "groups": _g_group, "roles": _g_role, "owners": _g_owner}
+
+
+@st.composite
+def gravitino_dirs(draw: st.DrawFn) -> dict[str, Json]:
+    """A valid Gravitino export: relative path -> JSON document, in every layout the importer
+    reads (``users.json`` or ``users/x.json``; a bare item, an array, a GET-one or GET-list
+    envelope)."""
+    out: dict[str, Json] = {}
+    for kind in draw(st.lists(st.sampled_from(sorted(_G_ITEMS)), min_size=1, max_size=4,
+                              unique=True)):
+        items: list[Json] = draw(st.lists(_G_ITEMS[kind](), min_size=1, max_size=3))
+        shape = draw(st.sampled_from(["array", "list", "one", "bare"]))
+        if shape == "array" or (kind == "owners" and shape != "list"):
+            doc: Json = items
+        elif shape == "list":
+            doc = {"code": 0, kind: items}
+        elif shape == "one":
+            doc = {"code": 0, kind[:-1]: items[0]}
+        else:
+            doc = items[0]
+        path = f"{kind}.json" if draw(st.booleans()) else f"{kind}/{draw(_g_name())}.json"
+        out[path] = doc
+    return out
+
+
+#: values that are wrong somewhere: wrong types, nulls, huge and special numbers, garbage
+_JSON_ODD: tuple[Json, ...] = (
+    None, True, False, 0, -1, 1.5, 10**30, 2**63, "", " ", "\x00", "\ud800", "a\rb", "x" * 5000,
+    [], {}, [None], {"": None}, {"name": None}, [[[[[]]]]], {"a": {"b": {"c": {}}}},
+    float("nan"), float("inf"),
+)
+
+
+def _json_paths(doc: Json, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _json_paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += _json_paths(v, (*prefix, i))
+    return out
+
+
+def _replace_at(doc: Json, path: tuple[str | int, ...], fn: Callable[[Json], Json]) -> Json:
+    """``doc`` with the value at ``path`` replaced by ``fn(value)`` (``fn`` returns the marker
+    ``_DELETE`` to remove it)."""
+    if not path:
+        return fn(doc)
+    head, rest = path[0], path[1:]
+    if isinstance(doc, dict) and isinstance(head, str):
+        new = dict(doc)
+        value = _replace_at(doc[head], rest, fn)
+        if value is _DELETE:
+            del new[head]
+        else:
+            new[head] = value
+        return new
+    if isinstance(doc, list) and isinstance(head, int):
+        new_list = list(doc)
+        value = _replace_at(doc[head], rest, fn)
+        if value is _DELETE:
+            del new_list[head]
+        else:
+            new_list[head] = value
+        return new_list
+    return doc
+
+
+_DELETE: Json = {"__delete__": None}
+
+
+@st.composite
+def json_mutated(draw: st.DrawFn, doc: Json) -> Json:
+    """``doc`` with one to three structural mutations: a value replaced by one of the wrong
+    type (or null, or a huge number, or garbage), a key deleted, a key renamed, a value
+    wrapped in a list, an item duplicated, deep nesting."""
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(_json_paths(doc)))
+        op = draw(st.sampled_from(["odd", "delete", "rename", "wrap", "dup", "deep", "garbage"]))
+        if op == "odd":
+            odd = draw(st.sampled_from(_JSON_ODD))
+            doc = _replace_at(doc, path, lambda _v, odd=odd: odd)
+        elif op == "delete" and path:
+            doc = _replace_at(doc, path, lambda _v: _DELETE)
+        elif op == "rename" and path and isinstance(path[-1], str):
+            parent, key = path[:-1], path[-1]
+            doc = _replace_at(doc, parent, lambda v, key=key: {
+                (k + "x" if k == key else k): x for k, x in v.items()})
+        elif op == "wrap":
+            doc = _replace_at(doc, path, lambda v: [v])
+        elif op == "dup":
+            doc = _replace_at(doc, path, lambda v: [v, v] if not isinstance(v, list) else v + v)
+        elif op == "deep":
+            depth = draw(st.integers(50, 400))  # deeper: json_bytes's `deep`
+            doc = _replace_at(doc, path, lambda v, depth=depth: _nest(v, depth))
+        else:
+            garbage = draw(st.recursive(
+                st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                    st.text(max_size=5), inner, max_size=3),
+                max_leaves=8))
+            doc = _replace_at(doc, path, lambda _v, g=garbage: g)
+    return doc
+
+
+def _nest(v: Json, depth: int) -> Json:
+    for _ in range(depth):
+        v = [v]
+    return v
+
+
+@st.composite
+def json_bytes(draw: st.DrawFn, doc: Json) -> bytes:
+    """``doc`` as the bytes of a file: pretty or compact JSON, sometimes with text-level
+    damage (cut short, bytes flipped, not UTF-8, a BOM, NaN, a 5000-digit number)."""
+    text = json.dumps(doc, indent=draw(st.sampled_from([None, 2])))
+    data = text.encode("utf-8", "surrogatepass")
+    op = draw(st.sampled_from(["none", "none", "bytes", "truncate", "bignum", "deep"]))
+    if op == "bytes":
+        return draw(byte_mutated(st.just(data.decode("utf-8", "replace"))))
+    if op == "truncate":
+        return data[: draw(st.integers(0, len(data)))]
+    if op == "bignum":  # Python reads integers of at most 4300 digits
+        return b"[" + b"9" * draw(st.sampled_from([4300, 4301, 10000])) + b", " + data + b"]"
+    if op == "deep":
+        n = draw(st.integers(1000, 100_000))
+        return b"[" * n + data + b"]" * n
+    return data

@@ -1,4 +1,5 @@
-"""The case corpus: every file under tests/cases is one case (format: tests/cases/README.md).
+"""The case corpus: every file under tests/cases is one case (format: tests/cases/README.md),
+run on every backend in `BACKENDS` (memory, pyDatalog, Spark) with per-backend `KNOWN_GAPS`.
 
 Expected rows are written by hand in the case files and parsed here by a small reader that
 does not use grantlog's parser, so a parser bug cannot cancel itself out.
@@ -7,10 +8,11 @@ does not use grantlog's parser, so a parser bug cannot cancel itself out.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
@@ -183,22 +185,113 @@ class Answers(Protocol):
     def ask(self, goal: str) -> bool: ...
 
 
-def _memory(program: grantlog.Program) -> Answers:
-    return grantlog.Reasoner(program)
+#: a backend: (the case, its compiled program, the test's request) -> a function that builds
+#: the answers (something with `rows` and `ask`). The backend runs in the test's thread, where it
+#: may resolve fixtures (the shared Spark session) or skip; the function it returns runs, like
+#: every read of the answers, under the time bound of :data:`TIMEOUTS`.
+Backend = Callable[[Case, grantlog.Program, pytest.FixtureRequest], Callable[[], Answers]]
 
 
-# Every evaluator runs the same corpus. A later pyDatalog or Spark backend is one more entry
-# here (a function from the compiled program to something with `rows` and `ask`), skipped when
-# its optional dependency is missing, plus its known gaps below.
-BACKENDS: dict[str, Callable[[grantlog.Program], Answers]] = {
+def _memory(case: Case, program: grantlog.Program, request: pytest.FixtureRequest
+            ) -> Callable[[], Answers]:
+    return lambda: grantlog.Reasoner(program)
+
+
+def _pydatalog(case: Case, program: grantlog.Program, request: pytest.FixtureRequest
+               ) -> Callable[[], Answers]:
+    try:
+        import pyDatalog  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"pyDatalog is not importable ({exc}): pip install 'grantlog[pydatalog]'")
+    return lambda: grantlog.Reasoner(program, backend="pydatalog")
+
+
+#: the relation that answers the i-th `// ask` goal of a case on Spark
+ASK_REL = "gl_ask_{}"
+
+
+class SparkAnswers:
+    """A case evaluated once on Spark, its `// ask` goals included.
+
+    Spark evaluates whole relations; it has no goal-directed `ask`. So each goal becomes one
+    more rule of the same program, ``gl_ask_<i> :- <goal>.``, and the goal holds when that
+    relation is non-empty: one evaluation and one collect answer every row and every goal.
+    """
+
+    def __init__(self, case: Case, program: grantlog.Program, spark: Any) -> None:
+        from grantlog import spark_bridge as sb
+
+        self.goals = {goal: ASK_REL.format(i) for i, (goal, _) in enumerate(case.asks)}
+        clash = set(self.goals.values()) & set(program.relations)
+        assert not clash, f"the case uses relation names reserved for ask goals: {clash}"
+        if self.goals:
+            text = case.text.rstrip("\n") + "\n"
+            for goal, rel in self.goals.items():
+                text += f"{rel} :- {goal.strip().removesuffix('.')}.\n"
+            program = grantlog.compile(text, filename=case.filename, strict=case.strict)
+        names = sorted({*case.expect, *self.goals.values()})
+        self.got = sb.collect(sb.evaluate(program, spark), names)
+
+    def rows(self, rel: str) -> set[Row]:
+        return self.got[rel]
+
+    def ask(self, goal: str) -> bool:
+        return bool(self.got[self.goals[goal]])
+
+
+def _spark(case: Case, program: grantlog.Program, request: pytest.FixtureRequest
+           ) -> Callable[[], Answers]:
+    # the session-scoped `spark` fixture (tests/conftest.py) skips when pyspark or java is
+    # missing; fixtures are resolved in the test's thread, so that happens here
+    spark = request.getfixturevalue("spark")
+    return lambda: SparkAnswers(case, program, spark)
+
+
+# Every evaluator runs the same corpus: one entry here (skipped when its optional dependency is
+# missing) plus its known gaps below.
+BACKENDS: dict[str, Backend] = {
     "memory": _memory,
+    "pydatalog": _pydatalog,
+    "spark": _spark,
 }
 
-# Per-backend list of cases a backend is known to get wrong: case name -> reason. They run as
-# strict xfails, so fixing one makes the suite say so (the OPA convention).
+# Per-backend list of cases a backend is known to get wrong (or refuses, with
+# `unsupported-feature`): case name -> reason. They run as strict xfails, so fixing one makes
+# the suite say so (the OPA convention).
 KNOWN_GAPS: dict[str, dict[str, str]] = {
     "memory": {},
+    "pydatalog": {},
+    "spark": {},
 }
+
+#: seconds a backend may take to answer one case: a hang (pyDatalog loops forever on some
+#: recursive shapes when translated naively) must fail the test, not block the run. Spark's
+#: bound is generous: a case is a few Spark jobs, slow on a loaded 2-core machine.
+TIMEOUTS: dict[str, float] = {"memory": 60.0, "pydatalog": 60.0, "spark": 600.0}
+
+T = TypeVar("T")
+
+
+def within(seconds: float, fn: Callable[[], T]) -> T:
+    """``fn()``, failing the test instead of hanging when it does not finish in time (in a
+    daemon thread: a runaway loop cannot keep the test run alive)."""
+    out: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            out.append(fn())
+        except BaseException as e:  # re-raised in the test's thread
+            errors.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        pytest.fail(f"did not terminate within {seconds}s")
+    if errors:
+        raise errors[0]
+    return out[0]
 
 
 @pytest.fixture(params=sorted(BACKENDS))
@@ -249,15 +342,30 @@ def test_case_results(case: Case, backend: str, request: pytest.FixtureRequest) 
     warnings = list(program.warnings)
     assert _matches(case.warnings, warnings), (
         f"warnings differ\nexpected: {case.warnings}\ngot:\n{_show(warnings)}")
-    answers = BACKENDS[backend](program)
+    make = BACKENDS[backend](case, program, request)
+
+    def read() -> tuple[dict[str, set[Row]], list[bool]]:
+        answers = make()
+        return ({rel: answers.rows(rel) for rel in case.expect},
+                [answers.ask(goal) for goal, _ in case.asks])
+
+    rows, asked = within(TIMEOUTS[backend], read)
     for rel, expected in sorted(case.expect.items()):
-        actual = answers.rows(rel)
+        actual = rows[rel]
         missing = sorted(expected - actual, key=repr)
         extra = sorted(actual - expected, key=repr)
         assert actual == expected, (
             f"rows of `{rel}` differ\n  missing: {missing}\n  unexpected: {extra}")
-    for goal, truth in case.asks:
-        assert answers.ask(goal) is truth, f"ask({goal!r}) should be {truth}"
+    for (goal, truth), got in zip(case.asks, asked, strict=True):
+        assert got is truth, f"ask({goal!r}) should be {truth}"
+
+
+def test_known_gaps_name_existing_cases() -> None:
+    assert set(KNOWN_GAPS) <= set(BACKENDS)
+    names = {c.name for c in RESULT_CASES}
+    for backend, gaps in KNOWN_GAPS.items():
+        assert set(gaps) <= names, f"{backend}: gaps for unknown cases {set(gaps) - names}"
+        assert all(reason.strip() for reason in gaps.values()), f"{backend}: a gap needs a reason"
 
 
 @pytest.mark.parametrize("case", ERROR_CASES, ids=[c.name for c in ERROR_CASES])

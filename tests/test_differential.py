@@ -1,11 +1,12 @@
 """Differential tests: the in-memory engine against the pyDatalog backend, an independent
 evaluator (top-down SLG resolution instead of bottom-up semi-naive; engine/pydatalog_backend.py).
 
-a. the case corpus (tests/cases, read by tests/test_cases.py's reader) on pyDatalog, with its
-   known gaps in ``PYDATALOG_GAPS``;
-b. generated programs, goals and update sequences (tests/strategies.py) answered the same by
+a. generated programs, goals and update sequences (tests/strategies.py) answered the same by
    both — or refused by pyDatalog with ``unsupported-feature``, which must stay rare;
-c. every ``test`` block of the seed models (rules/*_test.gl) passes on pyDatalog too.
+b. every ``test`` block of the seed models (rules/*_test.gl) passes on pyDatalog too.
+
+The case corpus runs on pyDatalog (and Spark) from tests/test_cases.py, as its `pydatalog`
+backend, with pyDatalog's known gaps in ``KNOWN_GAPS["pydatalog"]`` there.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from grantlog.engine.pydatalog_backend import UNSUPPORTED, PyDatalogReasoner
 from grantlog.engine.reasoner import Changes
 from hypothesis import event, given, note
 from hypothesis import strategies as st
-from test_cases import RESULT_CASES, Case
 from test_pydatalog_backend import _within
 
 import grantlog
@@ -43,48 +43,7 @@ def _refused(err: grantlog.GrantlogError) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# a. the case corpus
-
-#: case name -> why pyDatalog gets it wrong (a strict xfail), or "refused: <why>" for a case
-#: the backend must refuse with `unsupported-feature`. Empty: every case is answered right.
-PYDATALOG_GAPS: dict[str, str] = {}
-REFUSES = "refused:"
-
-
-def test_gaps_name_existing_cases() -> None:
-    assert set(PYDATALOG_GAPS) <= {c.name for c in RESULT_CASES}
-    assert all(reason.strip() for reason in PYDATALOG_GAPS.values())
-
-
-@pytest.mark.parametrize("case", RESULT_CASES, ids=[c.name for c in RESULT_CASES])
-def test_case_corpus_on_pydatalog(case: Case, request: pytest.FixtureRequest) -> None:
-    program = grantlog.compile(case.text, filename=case.filename, strict=case.strict)
-    gap = PYDATALOG_GAPS.get(case.name, "")
-    if gap.startswith(REFUSES):
-        with pytest.raises(grantlog.GrantlogError) as info:
-            PyDatalogReasoner(program)
-        assert _refused(info.value), str(info.value)
-        return
-    if gap:
-        request.applymarker(pytest.mark.xfail(reason=gap, strict=True))
-
-    def answers() -> tuple[dict[str, set[ir.Row]], list[bool]]:
-        r = PyDatalogReasoner(program)
-        return ({rel: r.rows(rel) for rel in case.expect},
-                [r.ask(goal) for goal, _ in case.asks])
-
-    rows, asked = _within(TIMEOUT, answers)
-    for rel, expected in sorted(case.expect.items()):
-        actual = rows[rel]
-        assert actual == expected, (
-            f"rows of `{rel}` differ\n  missing: {sorted(expected - actual, key=repr)}\n"
-            f"  unexpected: {sorted(actual - expected, key=repr)}")
-    for (goal, truth), got in zip(case.asks, asked, strict=True):
-        assert got is truth, f"ask({goal!r}) should be {truth}"
-
-
-# ---------------------------------------------------------------------------------------------
-# b. generated programs, goals and updates
+# a. generated programs, goals and updates
 
 #: how many generated programs pyDatalog answered and refused (for `_refusals_stay_rare`)
 SEEN: Counter[str] = Counter()
@@ -178,7 +137,7 @@ def test_generated_updates_report_the_same_changes(data: st.DataObject) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# c. the seed models' test blocks
+# b. the seed models' test blocks
 
 MODELS = sorted(p.name.removesuffix("_test.gl") for p in (ROOT / "rules").glob("*_test.gl"))
 #: model -> the feature that keeps pyDatalog from running its tests. Empty: all run.

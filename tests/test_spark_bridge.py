@@ -1,19 +1,17 @@
-"""The Spark backend (spark_bridge/) against the case corpus, the in-memory engine (hypothesis
-programs, every shipped model) and its own contracts: input checks, iteration cap, closure
-strategies, reasons, the CLI.
+"""The Spark backend (spark_bridge/) against the in-memory engine (hypothesis programs, every
+shipped model) and its own contracts: input checks, iteration cap, closure strategies, reasons,
+the CLI. The case corpus runs on Spark from tests/test_cases.py (its `spark` backend).
 
-One Spark session is shared by the whole module (startup takes seconds). Skipped with a reason
-when pyspark or Java is missing.
+The Spark session is the one session-scoped `spark` fixture of tests/conftest.py, shared by the
+whole test run (startup takes seconds); it skips with a reason when pyspark or Java is missing.
 """
 
 from __future__ import annotations
 
 import doctest
 import json
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,6 @@ import strategies as gen
 from grantlog.engine import ir
 from grantlog.rules import models
 from hypothesis import given, note, settings
-from test_cases import RESULT_CASES, Case, _compile
 
 import grantlog
 
@@ -34,24 +31,6 @@ from grantlog.spark_bridge.cli import main as spark_cli
 from grantlog import spark_bridge as sb
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if shutil.which("java") is None:
-        pytest.skip("no `java` on PATH: the Spark backend needs Java 17")
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("grantlog-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.adaptive.enabled", "false")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("checkpoints")))
-    yield session
-    session.stop()
 
 
 def _memory_rows(program: grantlog.Program, rels: list[str]) -> dict[str, set[ir.Row]]:
@@ -115,21 +94,6 @@ def test_input_mapping_and_arguments(tmp_path: Path) -> None:
     with pytest.raises(grantlog.GrantlogError) as info:
         sb.parse_input_arg("member")
     assert info.value.diagnostics[0].code == "bad-input"
-
-
-# ---------------------------------------------------------------------------------------------
-# the case corpus
-
-
-@pytest.mark.parametrize("case", RESULT_CASES, ids=[c.name for c in RESULT_CASES])
-def test_case_corpus_on_spark(case: Case, spark: Any) -> None:
-    program = _compile(case)
-    out = sb.evaluate(program, spark)
-    got = sb.collect(out, sorted(case.expect))
-    for rel, expected in sorted(case.expect.items()):
-        assert got[rel] == expected, (
-            f"rows of `{rel}` differ\n  missing: {sorted(expected - got[rel], key=repr)}\n"
-            f"  unexpected: {sorted(got[rel] - expected, key=repr)}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -136,6 +136,16 @@ def _string(obj: Mapping[str, Any], key: str, what: str) -> str:
     value = _get(obj, key, what)
     if not isinstance(value, str) or not value:
         raise _Problem(f"`{key}`{_where(what)} must be a non-empty string, not {_show(value)}")
+    return _writable(value, key, what)
+
+
+def _writable(value: str, key: str, what: str) -> str:
+    """``value``, if a `.gl` file can hold it: no carriage return (a file is read with universal
+    newlines and the language has no escape for it) and no lone surrogate (not UTF-8)."""
+    if "\r" in value or any("\ud800" <= c <= "\udfff" for c in value):
+        raise _Problem(f"`{key}`{_where(what)} holds a character a rule file cannot: "
+                       f"{_show(value)}", "carriage returns and unpaired surrogates cannot be "
+                       "imported")
     return value
 
 
@@ -159,12 +169,15 @@ def _names(obj: Mapping[str, Any], key: str, what: str) -> list[str]:
     for v in _list(obj, key, what, required=False):
         if not isinstance(v, str) or not v:
             raise _Problem(f"`{key}`{_where(what)} must hold non-empty strings, not {_show(v)}")
-        out.append(v)
+        out.append(_writable(v, key, what))
     return out
 
 
 def _show(value: Any) -> str:
-    text = json.dumps(value)
+    try:
+        text = json.dumps(value)
+    except (RecursionError, ValueError):  # nested too deeply to print
+        text = "[...]" if isinstance(value, list) else "{...}"
     return f"`{text if len(text) <= 40 else text[:37] + '...'}`"
 
 
@@ -217,7 +230,11 @@ class _Loader:
             return json.loads(text)
         except json.JSONDecodeError as e:
             self.problem(file, f"invalid JSON: {e.msg.lower()}", line=e.lineno, col=e.colno)
-            return None
+        except ValueError:  # Python reads integers of at most 4300 digits
+            self.problem(file, "invalid JSON: a number of more than 4300 digits")
+        except RecursionError:
+            self.problem(file, "invalid JSON: nested too deeply")
+        return None
 
     def load_file(self, file: Path, kind: str, data: Any) -> None:
         try:

@@ -320,6 +320,21 @@ class Reasoner:
         self._plans.use(Statistics(self.program, db.full))
         self._planned_for = n
 
+    @contextmanager
+    def _read(self) -> Iterator[None]:
+        """A read: under the lock; goal-directed evaluation nested deeper than Python's stack
+        (a chain of hundreds of views) becomes a diagnostic instead of a RecursionError."""
+        with self._lock:
+            try:
+                yield
+            except RecursionError:
+                raise GrantlogError([error(
+                    "evaluation-too-deep",
+                    "goal-directed evaluation nests deeper than the interpreter's stack allows",
+                    Span("<api>", 0, 0, 0, 0),
+                    "mark some intermediate relations `@materialize` so they are computed "
+                    "bottom-up")]) from None
+
     def view(self) -> DemandContext:
         """The current state as generated rule code reads it (``F``, ``index``); valid until
         the next update. Internal tools (coverage, what-if) use it; applications use the
@@ -330,11 +345,11 @@ class Reasoner:
     def rows(self, rel: str) -> set[ir.Row]:
         """Every row of a relation, base or derived (a virtual one is evaluated in full)."""
         self._relation(rel)
-        with self._lock:
+        with self._read():
             return set(self._context().F[rel])
 
     def all_rows(self) -> dict[str, set[ir.Row]]:
-        with self._lock:
+        with self._read():
             ctx = self._context()
             return {r: set(ctx.F[r]) for r in sorted(self.program.relations)}
 
@@ -363,7 +378,7 @@ class Reasoner:
         """Every binding of the goal's named variables, sorted."""
         g = self._goal(goal)
         out: set[ir.Row] = set()
-        with self._lock:
+        with self._read():
             ctx = self._context()
             self._goal_fn(g)(ctx.F, None, ctx.index, out.add, {})
         return [dict(zip(g.names, row, strict=True)) for row in sorted(out, key=_sort_key)]
@@ -390,7 +405,7 @@ class Reasoner:
         """
         rel = self._decision()
         row = (subject, operation, resource)
-        with self._lock:
+        with self._read():
             ctx = self._context()
             return self._decide(ctx, rel, row)
 
@@ -493,7 +508,7 @@ class Reasoner:
         """Why the goal holds (a proof tree for its first answer), or why it has no answer (a
         why-not tree); see engine/explain.py."""
         g = self._goal(goal)
-        with self._lock:
+        with self._read():
             ctx = self._context()
             plan = plan_bound(g.rule, set())
             answers = sorted(
@@ -521,7 +536,7 @@ class Reasoner:
         """The resources ``subject`` may perform ``operation`` on, sorted; with ``type``, only
         resources with ``entity(resource, type)`` (the prelude's entity relation)."""
         rel = self._decision()
-        with self._lock:
+        with self._read():
             ctx = self._context()
             found = [row[2] for row in ctx.lookup(rel, (0, 1), (subject, operation))]
             if type is not None:
@@ -532,7 +547,7 @@ class Reasoner:
     def who(self, operation: str, resource: str) -> builtins.list[ir.Value]:
         """The subjects that may perform ``operation`` on ``resource``, sorted."""
         rel = self._decision()
-        with self._lock:
+        with self._read():
             found = {row[0] for row in self._context().lookup(rel, (1, 2), (operation, resource))}
         return sorted(found, key=_value_key)
 

@@ -43,6 +43,8 @@ Estimate = tuple[float, float]
 EXHAUSTIVE = 6
 #: what a recursive reference is assumed to cost while its own estimate is being computed
 RECURSIVE: Estimate = (1.0, 50.0)
+#: virtual relations estimated through at most this many levels of rules
+MAX_DEPTH = 40
 #: share of rows a comparison or a negation keeps
 FILTER = 0.5
 #: relations up to this size are measured exactly, bigger ones from a sample of this size
@@ -125,8 +127,8 @@ class Statistics:
         got = self._virtual.get(k)
         if got is not None:
             return got
-        if k in self._active:
-            return RECURSIVE
+        if k in self._active or len(self._active) >= MAX_DEPTH:
+            return RECURSIVE  # recursion, or a chain of views too deep to follow
         self._active.add(k)
         try:
             rows, work = self.stored(rel, cols, arity), 1.0

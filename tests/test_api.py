@@ -148,3 +148,24 @@ def test_demo_policy_tests_pass() -> None:
     p = grantlog.compile(paths=["examples/demo/policy.gl"])
     results = run_tests(p)
     assert results and all(r.passed for r in results), [r.failures for r in results]
+
+
+def test_views_nested_too_deep_give_a_diagnostic_not_a_recursion_error() -> None:
+    n = 400
+    chain = "\n".join(f"r{i + 1}(X) :- r{i}(X)." for i in range(1, n))
+    text = f"b(1).\nr1(X) :- b(X).\n{chain}\n"
+    r = grantlog.Reasoner(grantlog.compile(text))
+    with pytest.raises(grantlog.GrantlogError) as info:
+        r.ask(f"r{n}(1)")
+    assert info.value.diagnostics[0].code == "evaluation-too-deep"
+    # the advice works: a materialized link in the middle halves the depth
+    fixed = grantlog.compile(f"@materialize rel r200(x: int).\n{text}")
+    assert grantlog.Reasoner(fixed).ask(f"r{n}(1)")
+
+
+def test_backend_names_are_checked() -> None:
+    p = grantlog.compile("p(1).")
+    with pytest.raises(grantlog.GrantlogError) as info:
+        grantlog.Reasoner(p, backend="pydatlog")
+    assert info.value.diagnostics[0].code == "unknown-backend"
+    assert "pydatalog" in str(info.value)

@@ -9,6 +9,7 @@ import pytest
 import strategies as gen
 from conftest import check_golden
 from grantlog.engine.ir import Row
+from grantlog.engine.reasoner import Transaction
 from grantlog.grammar import ast
 from grantlog.grammar.parser import parse_goal
 from hypothesis import assume, given, note
@@ -23,6 +24,18 @@ def _snapshot(r: grantlog.Reasoner) -> dict[str, set[Row]]:
     return {rel: set(rows) for rel, rows in r.all_rows().items()}
 
 
+def _apply(tx: Transaction, ops: list[tuple[str, str, list[Row]]],
+           current: dict[str, set[Row]]) -> None:
+    """Apply generated update ops to a transaction and to the expected base facts."""
+    for kind, rel, rows in ops:
+        if kind == "insert":
+            tx.insert(rel, rows)
+            current.setdefault(rel, set()).update(rows)
+        else:
+            tx.retract(rel, rows)
+            current.get(rel, set()).difference_update(rows)
+
+
 @given(st.data())
 def test_transactions_match_scratch_and_report_the_difference(data: st.DataObject) -> None:
     prog = data.draw(gen.programs(), label="program")
@@ -33,13 +46,7 @@ def test_transactions_match_scratch_and_report_the_difference(data: st.DataObjec
         ops = data.draw(gen.updates(prog), label="ops")
         before = _snapshot(r)
         with r.transaction() as tx:
-            for kind, rel, rows in ops:
-                if kind == "insert":
-                    tx.insert(rel, rows)
-                    current.setdefault(rel, set()).update(rows)
-                else:
-                    tx.retract(rel, rows)
-                    current.get(rel, set()).difference_update(rows)
+            _apply(tx, ops, current)
         after = _snapshot(r)
         scratch = grantlog.Reasoner(grantlog.compile(prog.text(current)))
         assert after == _snapshot(scratch), ops
@@ -142,13 +149,7 @@ def test_demand_evaluation_matches_materialization(data: st.DataObject) -> None:
     ops = data.draw(gen.updates(prog), label="ops")
     before = _snapshot(on_demand)
     with on_demand.transaction() as tx:
-        for kind, rel, rows in ops:
-            if kind == "insert":
-                tx.insert(rel, rows)
-                current.setdefault(rel, set()).update(rows)
-            else:
-                tx.retract(rel, rows)
-                current.get(rel, set()).difference_update(rows)
+        _apply(tx, ops, current)
     after = _snapshot(on_demand)
     assert after == _snapshot(grantlog.Reasoner(grantlog.compile(prog.text(current))))
     for rel in after:
@@ -172,13 +173,7 @@ def test_answers_kept_across_reads_follow_every_transaction(data: st.DataObject)
             kept.query(goal)  # fill the kept answers with the state before
         ops = data.draw(gen.updates(prog), label="ops")
         with kept.transaction() as tx:
-            for kind, rel, rows in ops:
-                if kind == "insert":
-                    tx.insert(rel, rows)
-                    current.setdefault(rel, set()).update(rows)
-                else:
-                    tx.retract(rel, rows)
-                    current.get(rel, set()).difference_update(rows)
+            _apply(tx, ops, current)
         fresh = grantlog.Reasoner(_all_virtual(prog.text(current)))
         for goal in goals:
             assert kept.query(goal) == fresh.query(goal), (goal, ops)

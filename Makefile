@@ -1,16 +1,17 @@
 # grantlog — every target sets itself up: a fresh machine needs only Python 3.11+ (and Java 17
-# for the Spark extra).
+# for the Spark tests, which skip with the reason without it).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-dev
+STAMP := $(VENV)/.installed-dev-spark
 
 .PHONY: demo test lint typecheck unit bench clean install
 
+# the dev tools and the Spark extra (pyspark, graphframes-py): `make test` runs the Spark tests
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -3,13 +3,17 @@
 ::
 
     grantlog spark run --rules FILE... [--input REL=PATH[:FORMAT]]... [--inputs MAPPING]
-                       --output DIR [-r REL]... [--master URL] [--with-reasons]
+                       --output DIR [-r REL]... [--goal ATOM [--where LITERALS]]
+                       [--master URL] [--conf KEY=VALUE]... [--with-reasons]
                        [--explain-plan] [--closure auto|doubling|graphframes|semi-naive]
                        [--max-iterations N] [--broadcast-rows N] [--checkpoint-dir DIR]
 
-Writes each chosen relation (default: every derived relation) to ``DIR/<rel>/`` as Parquet and
-prints progress per stratum and iteration (rows, seconds) on stderr. Exit codes as the main
-CLI: 0 success, 2 a user error (diagnostics on stderr), 3 an internal error.
+Writes each chosen relation (default: every derived relation; with ``--goal``, the goal's
+answers) to ``DIR/<rel>/`` as Parquet and prints progress per stratum and iteration (rows,
+seconds) on stderr. ``--goal 'allowed(U, load_table, T)' --where 'catalog_of(T, "m1.c1")'``
+computes only those rows of ``allowed`` (the program rewritten for the goal, engine/magic.py)
+and writes them to ``DIR/allowed/``. Exit codes as the main CLI: 0 success, 2 a user error
+(diagnostics on stderr), 3 an internal error.
 """
 
 from __future__ import annotations
@@ -34,7 +38,16 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--output", required=True, metavar="DIR", help="Parquet output directory")
     r.add_argument("-r", "--relation", action="append", default=[], metavar="REL",
                    help="relation to write (repeatable; default: every derived relation)")
+    r.add_argument("--goal", metavar="ATOM",
+                   help="compute only the rows of one relation matching ATOM, e.g. "
+                        "'allowed(U, load_table, T)' (constants and variables)")
+    r.add_argument("--where", metavar="LITERALS",
+                   help="conditions on the goal's variables, evaluated first, e.g. "
+                        "'catalog_of(T, \"m1.c1\")' (needs --goal)")
     r.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    r.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark configuration setting (repeatable), e.g. "
+                        "spark.driver.memory=8g")
     r.add_argument("--with-reasons", action="store_true",
                    help="decision rows carry rule, reason_rel, reason_row")
     r.add_argument("--explain-plan", action="store_true",
@@ -69,22 +82,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         specs = [parse_input_arg(a) for a in args.input]
         if args.inputs:
             specs += load_mapping(args.inputs)
+        if args.where and not args.goal:
+            from grantlog.grammar.diagnostics import NO_SPAN, error
+            raise GrantlogError([error("bad-goal", "`--where` needs `--goal`", NO_SPAN)])
+        conf = []
+        for item in args.conf:
+            key, eq, value = item.partition("=")
+            if not eq or not key:
+                from grantlog.grammar.diagnostics import NO_SPAN, error
+                raise GrantlogError([error("bad-input", f"`--conf {item}` is not KEY=VALUE",
+                                           NO_SPAN)])
+            conf.append((key.strip(), value.strip()))
         unknown = [r for r in args.relation if r not in program.relations]
         if unknown:
             from grantlog.grammar.diagnostics import NO_SPAN, error
             raise GrantlogError([error("unknown-relation", f"no relation `{r}` to write",
                                        NO_SPAN) for r in unknown])
         t0 = time.perf_counter()
-        spark = _session(args.master, args.checkpoint_dir)
+        spark = _session(args.master, args.checkpoint_dir, conf)
         say(f"spark session {args.master} ready ({time.perf_counter() - t0:.1f} s)")
         inputs = read_inputs(spark, program, specs)
         result = run(program, spark, inputs, with_reasons=args.with_reasons,
                      closure=args.closure, max_iterations=args.max_iterations,
-                     broadcast_rows=args.broadcast_rows, progress=say)
+                     broadcast_rows=args.broadcast_rows, progress=say, goal=args.goal,
+                     where=args.where)
         if args.explain_plan:
+            if result.demand is not None:
+                for line in result.demand.describe().splitlines():
+                    print(f"rewritten {line}")
             for line in result.plans:
                 print(f"plan {line}")
-        names = args.relation or sorted(program.derived)
+        if result.demand is not None:
+            names = args.relation or [result.demand.goal.rel]
+        else:
+            names = args.relation or sorted(program.derived)
         out = Path(args.output)
         for rel in names:
             df = result.relations[rel]
@@ -106,11 +137,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
 
 
-def _session(master: str, checkpoint_dir: str | None) -> object:
+def _session(master: str, checkpoint_dir: str | None,
+             conf: Sequence[tuple[str, str]] = ()) -> object:
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(master).appName("grantlog")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    builder = (SparkSession.builder.master(master).appName("grantlog")
+               .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in conf:
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     if checkpoint_dir:
         spark.sparkContext.setCheckpointDir(checkpoint_dir)
     return spark

@@ -26,18 +26,22 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from grantlog.engine import ir
 from grantlog.engine.codegen import compare
-from grantlog.engine.plan import Assign, Filter, NegCheck, RulePlan, Scan, is_anon, plan_rule
+from grantlog.engine.magic import Demand, demand
+from grantlog.engine.plan import Assign, Filter, NegCheck, RulePlan, Scan, is_anon
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
-from . import closure, encoding, schema
+from . import closure, encoding, planner, schema
 
 Progress = Callable[[str], None]
+#: a non-recursive relation whose lazy plan would read more relations than this (counting the
+#: plans of lazy relations it reads) is checkpointed, which cuts its lineage
+PLAN_LIMIT = 100
 REASON_COLUMNS = ("rule", "reason_rel", "reason_row")
 
 
@@ -59,6 +63,8 @@ class SparkResult:
     kinds: dict[str, tuple[schema.Kind, ...]]
     strata: list[StratumReport] = field(default_factory=list)
     plans: list[str] = field(default_factory=list)
+    #: the demand rewrite a goal was answered with (engine/magic.py), else None
+    demand: Demand | None = None
 
 
 def _spark_compare(op: str, left: Any, right: Any) -> Any:
@@ -87,7 +93,8 @@ class _Run:
     def __init__(
         self, program: ir.Program, spark: Any, inputs: Mapping[str, Any], *,
         with_reasons: bool, closure_strategy: str, max_iterations: int, broadcast_rows: int,
-        materialize: str, progress: Progress | None,
+        materialize: str, progress: Progress | None, seeds: frozenset[str] = frozenset(),
+        display: Mapping[str, str] | None = None, decision: str | None = None,
     ) -> None:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
@@ -102,7 +109,15 @@ class _Run:
         self.broadcast_rows = broadcast_rows
         self.materialize_mode = materialize
         self.progress = progress or (lambda _line: None)
+        #: relations scanned first in every rule reading them (magic relations)
+        self.seeds = seeds
+        #: the name a relation is shown with in reasons (adorned -> original)
+        self.display = dict(display or {})
+        #: the relation whose rows get reasons
+        self.decision = program.decision if decision is None else decision
         self.full: dict[str, Any] = {}
+        #: relation -> about how many relation reads its lazy plan holds (1: materialized)
+        self.weight: dict[str, int] = {}
         self.sizes: dict[str, int] = {}  # relations with a known row count
         self.reasons: Any = None
         self.plans: list[str] = []
@@ -166,12 +181,13 @@ class _Run:
         n: int | None = len(rows)
         if rel in self.inputs:
             inp = self._internal_input(rel, self.inputs[rel])
+            df = (inp if df is None else df.unionByName(inp)).distinct()
+            if self.reads.get(rel, 0) >= 2 and self.materialize_mode != "none":
+                df = df.cache()  # read by several rules: scan and de-duplicate once
             n = None
             if self.broadcast_rows > 0:
-                n = inp.count()
+                n = df.count()
                 self.progress(f"input {rel}: {n} rows")
-            df = inp if df is None else df.unionByName(inp)
-            df = df.distinct()
         if n is not None and rel not in self.program.derived:
             self.sizes[rel] = n  # derived relations get theirs when materialized
         return df if df is not None else self._empty(arity)
@@ -198,7 +214,8 @@ class _Run:
     def reason_literal(self, rule: ir.Rule) -> int | None:
         """The body atom whose row is reported as the reason: the first positive atom over a
         base relation, else the first positive atom."""
-        atoms = [(i, lit) for i, lit in enumerate(rule.body) if isinstance(lit, ir.Atom)]
+        atoms = [(i, lit) for i, lit in enumerate(rule.body)
+                 if isinstance(lit, ir.Atom) and lit.rel not in self.seeds]
         for i, a in atoms:
             if a.rel not in self.program.derived:
                 return i
@@ -317,9 +334,10 @@ class _Run:
                 lit = rule.body[reason_lit]
                 assert isinstance(lit, ir.Atom)
                 shown = [encoding.shown_col(F.col(c)) for c in reason_cols]
-                row = (F.concat(F.lit(lit.rel + "("), F.concat_ws(", ", *shown), F.lit(")"))
-                       if shown else F.lit(lit.rel))
-                extra = [F.lit(rule.name).alias("rule"), F.lit(lit.rel).alias("reason_rel"),
+                rel = self.display.get(lit.rel, lit.rel)
+                row = (F.concat(F.lit(rel + "("), F.concat_ws(", ", *shown), F.lit(")"))
+                       if shown else F.lit(rel))
+                extra = [F.lit(rule.name).alias("rule"), F.lit(rel).alias("reason_rel"),
                          row.alias("reason_row")]
             else:
                 extra = [F.lit(rule.name).alias("rule"),
@@ -357,9 +375,9 @@ class _Run:
         report = StratumReport(st.index, st.relations, "rules", 1)
         dfs = [self.full[rel]]
         reason_dfs = []
-        reasons = self.with_reasons and rel == self.program.decision
+        reasons = self.with_reasons and rel == self.decision
         for rid in st.rules:
-            for plan in plan_rule(self.program.rules[rid]):
+            for plan in planner.plans(self.program.rules[rid], seeds=self.seeds):
                 self.plans.append(f"{plan.rule.name}: {plan.describe()}")
                 d = self.rule_df(plan, self.full, {}, {})
                 if d is not None:
@@ -371,32 +389,38 @@ class _Run:
         df = self._union(dfs, arity).distinct()
         if reasons:
             self.reasons = self._pick_reasons(rel, df, reason_dfs)
-        if self.materialize_mode == "all" or (
-                self.materialize_mode == "shared" and self.reads.get(rel, 0) >= 2):
+        weight = 1 + sum(self.weight.get(s.rel, 1) for rid in st.rules
+                         for lit in self.program.rules[rid].body
+                         for s in [lit.atom if isinstance(lit, ir.Neg) else lit]
+                         if isinstance(s, ir.Atom))
+        shared = self.reads.get(rel, 0) >= 2
+        mode = self.materialize_mode
+        if mode == "all" or (mode == "shared" and (shared or weight > PLAN_LIMIT)):
+            # a checkpoint, not cache(): a cached plan pins the broadcast tables of its joins
+            # in the driver for as long as the cache lives (hundreds of MB over a rewritten
+            # program's many small relations), a checkpoint keeps only the rows
             df, n = self.materialize(df)
             report.strategy, report.rows = "rules+checkpoint", n
             self.sizes[rel] = n
-        elif self.materialize_mode == "cache" and self.reads.get(rel, 0) >= 2:
+            weight = 1
+        elif shared and mode == "cache":
             df = df.cache()
             report.strategy = "rules+cache"
+        self.weight[rel] = weight
         self.full[rel] = df
         return report
 
     def _pick_reasons(self, rel: str, df: Any, reason_dfs: list[Any]) -> Any:
-        """one reason per row: the least (rule, reason_rel, reason_row); facts get none"""
+        """one reason per row of ``df``: the least (rule, reason_rel, reason_row) among
+        ``reason_dfs``; rows that are only facts or inputs get none"""
         F = self.F
         cols = rel_cols(self.program.relations[rel].arity)
         none = F.lit(None).cast("string")
-        r = self._union(reason_dfs, 0) if reason_dfs else None
         base = df.select(*cols, none.alias("rule"), none.alias("reason_rel"),
                          none.alias("reason_row"))
-        allr = base if r is None else base.unionByName(r)
-        # a non-null reason sorts before the null one of rows that are also facts
-        return (allr.groupBy(*cols)
-                .agg(F.min_by(F.struct(*REASON_COLUMNS),
-                              F.when(F.col("rule").isNull(), F.lit("\uffff"))
-                              .otherwise(F.concat_ws("\u0000", *REASON_COLUMNS))).alias("r"))
-                .select(*cols, "r.*"))
+        allr = base if not reason_dfs else base.unionByName(
+            self._union(reason_dfs, 0))
+        return self._least_reason(cols, allr)
 
     def _cap(self, st: ir.Stratum) -> Callable[[int], Exception]:
         def make(n: int) -> Exception:
@@ -410,7 +434,8 @@ class _Run:
     def _recursive(self, st: ir.Stratum) -> StratumReport:
         shape = None
         if self.closure_strategy != "semi-naive" and not any(
-                r in self.inputs for r in st.relations):
+                r in self.inputs for r in st.relations) and not (
+                self.with_reasons and self.decision in st.relations):
             shape = closure.closure_shape(self.program, st)
         if shape is not None:
             use_gf = False
@@ -448,10 +473,15 @@ class _Run:
         exits: list[RulePlan] = []
         variants: list[RulePlan] = []
         for rid in st.rules:
-            for p in plan_rule(self.program.rules[rid], rec):
+            for p in planner.plans(self.program.rules[rid], rec, self.seeds):
                 (variants if p.delta_literal is not None else exits).append(p)
                 self.plans.append(f"{p.rule.name}: {p.describe()}")
         arity = {r: self.program.relations[r].arity for r in rels}
+        # the decision relation, when it is here and reasons are asked for: its rows carry
+        # (rule, reason_rel, reason_row) through the loop; a row keeps the reason of the round
+        # that first derived it (a derivation of least height), the least one of that round
+        why = self.decision if self.with_reasons and self.decision in rec else None
+        reason_parts: list[Any] = []
         t0 = time.perf_counter()
         # exit rules and facts: the first round
         parts: dict[str, list[Any]] = {}
@@ -460,13 +490,20 @@ class _Run:
         delta: dict[str, Any] = {}
         sizes: dict[str, int] = {}
         for r in rels:
-            dfs = [self.full[r]]
+            dfs = []
             for p in exits:
                 if p.head.rel == r:
-                    d = self.rule_df(p, self.full, {}, {})
+                    d = self.rule_df(p, self.full, {}, {}, reasons=r == why)
                     if d is not None:
                         dfs.append(d)
-            delta[r], sizes[r] = self.materialize(self._union(dfs, arity[r]).distinct())
+            if r == why:
+                first = self._pick_reasons(r, self.full[r], dfs)
+                first, sizes[r] = self.materialize(first)
+                reason_parts.append(first)
+                delta[r] = first.select(*rel_cols(arity[r]))
+            else:
+                delta[r], sizes[r] = self.materialize(
+                    self._union([self.full[r], *dfs], arity[r]).distinct())
             total_rows += sizes[r]
             sizes_all[r].append(sizes[r])
             parts[r] = [delta[r]]
@@ -484,15 +521,25 @@ class _Run:
                 for p in variants:
                     if p.head.rel != r or not sizes[p.delta_rel or ""]:
                         continue
-                    d = self.rule_df(p, self.full, delta, sizes)
+                    d = self.rule_df(p, self.full, delta, sizes, reasons=r == why)
                     if d is not None:
                         dfs.append(d)
                 cols = rel_cols(arity[r])
                 # new_r = (rules over delta) - full_r
-                new[r] = self._union(dfs, arity[r]).distinct().join(
-                    self.full[r], on=cols, how="left_anti")
+                if r == why:
+                    new[r] = self._least_reason(cols, self._union_reasons(dfs, arity[r])).join(
+                        self.full[r], on=cols, how="left_anti")
+                else:
+                    new[r] = self._union(dfs, arity[r]).distinct().join(
+                        self.full[r], on=cols, how="left_anti")
             for r in rels:
-                delta[r], sizes[r] = self.materialize(new[r])
+                if r == why:
+                    got, sizes[r] = self.materialize(new[r])
+                    if sizes[r]:
+                        reason_parts.append(got)
+                    delta[r] = got.select(*rel_cols(arity[r]))
+                else:
+                    delta[r], sizes[r] = self.materialize(new[r])
                 total_rows += sizes[r]
                 sizes_all[r].append(sizes[r])
             for r in rels:
@@ -504,10 +551,32 @@ class _Run:
                     else:
                         self.full[r] = self._union(parts[r], arity[r])
             self._round(st, report.iterations, sizes, t0)
+        if why is not None:
+            out = reason_parts[0]
+            for part in reason_parts[1:]:
+                out = out.unionByName(part)
+            self.reasons = out
         report.rows = total_rows
         for r in rels:
             self.sizes[r] = sum(sizes_all[r])
         return report
+
+    def _union_reasons(self, dfs: list[Any], arity: int) -> Any:
+        if dfs:
+            return self._union(dfs, arity)
+        T = self.T
+        return self.spark.createDataFrame([], T.StructType(
+            [T.StructField(c, T.StringType(), False) for c in rel_cols(arity)]
+            + [T.StructField(c, T.StringType(), True) for c in REASON_COLUMNS]))
+
+    def _least_reason(self, cols: list[str], df: Any) -> Any:
+        """one row per data row: the least (rule, reason_rel, reason_row), a null one last"""
+        F = self.F
+        return (df.groupBy(*cols)
+                .agg(F.min_by(F.struct(*REASON_COLUMNS),
+                              F.when(F.col("rule").isNull(), F.lit("\uffff"))
+                              .otherwise(F.concat_ws("\u0000", *REASON_COLUMNS))).alias("r"))
+                .select(*cols, "r.*"))
 
     def _round(self, st: ir.Stratum, k: int, sizes: Mapping[str, int], t0: float) -> None:
         news = ", ".join(f"+{n} {r}" for r, n in sizes.items())
@@ -533,16 +602,39 @@ class _Run:
                     name, metadata={encoding.META_KIND: "any"}))
         return df.select(*exprs, *extra)
 
-    def results(self) -> dict[str, Any]:
+    def results(self, answer: tuple[str, str] | None = None) -> dict[str, Any]:
+        """External DataFrames per relation; ``answer``: (relation, public name) of a goal's
+        answers, shown under the public name with the decision relation's reasons."""
         out = {rel: self.external(rel, df) for rel, df in self.full.items()}
-        dec = self.program.decision
+        dec = self.decision
         if self.with_reasons and dec in self.full:
-            if self.reasons is None:  # recursive decision relation: no reasons (documented)
+            if self.reasons is None:  # a base relation: its rows are facts, with no reason
                 none = self.F.lit(None).cast("string")
                 self.reasons = self.full[dec].select(
                     "*", *[none.alias(c) for c in REASON_COLUMNS])
             out[dec] = self.external(dec, self.reasons, REASON_COLUMNS)
+        if answer is not None:
+            rel, name = answer
+            df = self.full[rel]
+            if self.with_reasons and self.reasons is not None:
+                cols = rel_cols(self.program.relations[rel].arity)
+                df = df.join(self.reasons, on=cols, how="left").select(*cols, *REASON_COLUMNS)
+                out[name] = self.external(rel, df, REASON_COLUMNS)
+            else:
+                out[name] = out[rel]
         return out
+
+
+def full_on_spark(program: ir.Program, inputs: Collection[str] = ()) -> set[str]:
+    """Relations a goal's rewrite leaves unrestricted on Spark: transitive closures (path
+    doubling computes them in full in about log2(depth) rounds, where a restricted closure
+    would take one round per level) and derived relations given rows as inputs."""
+    out = {rel for rel in inputs if rel in program.derived}
+    for st in program.strata:
+        shape = closure.closure_shape(program, st)
+        if shape is not None:
+            out.add(shape.rel)
+    return out
 
 
 def run(
@@ -556,14 +648,39 @@ def run(
     broadcast_rows: int = 100_000,
     materialize: str = "shared",
     progress: Progress | None = None,
+    goal: str | None = None,
+    where: str | None = None,
+    restrict: Collection[str] | None = None,
 ) -> SparkResult:
     """Evaluate ``program`` on ``spark``; see :func:`grantlog.spark_bridge.evaluate`."""
     if closure_strategy not in ("auto", "doubling", "graphframes", "semi-naive"):
         raise ValueError(f"unknown closure strategy {closure_strategy!r}")
     if materialize not in ("shared", "cache", "all"):
         raise ValueError(f"unknown materialize mode {materialize!r}")
-    r = _Run(program, spark, inputs or {}, with_reasons=with_reasons,
+    inputs = dict(inputs or {})
+    if goal is None:
+        if where is not None:
+            raise ValueError("`where` needs a `goal`")
+        r = _Run(program, spark, inputs, with_reasons=with_reasons,
+                 closure_strategy=closure_strategy, max_iterations=max_iterations,
+                 broadcast_rows=broadcast_rows, materialize=materialize, progress=progress)
+        r.run()
+        return SparkResult(r.results(), r.kinds, r.reports, r.plans)
+    diags = []
+    for rel, df in inputs.items():  # against the whole program, before the rewrite
+        src = getattr(df, "_grantlog_source", None) or f"<DataFrame for {rel}>"
+        diags += schema.check_input(program, rel, df, src)
+    if diags:
+        raise GrantlogError(diags)
+    d = demand(program, goal, where, restrict=restrict, keep=full_on_spark(program, inputs))
+    if progress:
+        progress(f"demand: `{goal}`" + (f" where `{where}`" if where else "")
+                 + f" -> {len(d.program.rules)} rules over {len(d.program.relations)} "
+                 f"relations ({len(d.magic)} magic), answers in `{d.answer}`")
+    used = {rel: df for rel, df in inputs.items() if rel in d.program.relations}
+    r = _Run(d.program, spark, used, with_reasons=with_reasons,
              closure_strategy=closure_strategy, max_iterations=max_iterations,
-             broadcast_rows=broadcast_rows, materialize=materialize, progress=progress)
+             broadcast_rows=broadcast_rows, materialize=materialize, progress=progress,
+             seeds=d.magic, display=d.origin, decision=d.goal_relation)
     r.run()
-    return SparkResult(r.results(), r.kinds, r.reports, r.plans)
+    return SparkResult(r.results((d.answer, d.goal.rel)), r.kinds, r.reports, r.plans, d)

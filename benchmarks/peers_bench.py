@@ -697,14 +697,20 @@ What each engine could not express, and the closest faithful encoding used inste
 
 
 def render(results: list[dict[str, Any]], meta: dict[str, Any]) -> list[str]:
-    load = meta["load"]
-    lines = [
-        f"Run {meta['started'][:16].replace('T', ' ')} UTC, {meta['wall_s'] / 60:,.0f} min. "
-        f"Command: `{meta['command']}`",
-        "",
-        f"- machine: {os.cpu_count()} cores, shared with other jobs (1/5/15-min load average at "
-        f"start {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}, at the end "
-        f"{meta['load_end'][0]:.2f} / {meta['load_end'][1]:.2f} / {meta['load_end'][2]:.2f}); "
+    runs = meta.get("runs") or [meta]
+    lines = []
+    for run in runs:
+        load, end = run["load"], run["load_end"]
+        sizes = ", ".join(f"{x:,}" for x in run["sizes"])
+        lines.append(
+            f"- run {run['started'][:16].replace('T', ' ')} UTC, {run['wall_s'] / 60:,.0f} min, "
+            f"{sizes} tables: `{run['command']}`; 1/5/15-min load average at start "
+            f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}, at the end "
+            f"{end[0]:.2f} / {end[1]:.2f} / {end[2]:.2f}")
+    if len(runs) > 1:
+        lines.append("- the runs' saved results (`--json`) rendered together with `--from-json`")
+    lines += [
+        f"- machine: {os.cpu_count()} cores, shared with other jobs (the load averages above); "
         f"{meta['platform']}; Python {meta['python']}",
         "- workload: `benchmarks/gravitino_workload.py`, seed "
         f"{meta['seed']}; each engine and size in a fresh subprocess, one at a time; all figures "

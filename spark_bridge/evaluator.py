@@ -135,6 +135,7 @@ class _Run:
                 if isinstance(atom, ir.Atom):
                     reads[atom.rel] = reads.get(atom.rel, 0) + 1
         self.reads = reads
+        self.low = planner.low_columns(program, self.inputs)
         if spark.sparkContext.getCheckpointDir() is None:
             spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="grantlog-spark-"))
 
@@ -377,7 +378,7 @@ class _Run:
         reason_dfs = []
         reasons = self.with_reasons and rel == self.decision
         for rid in st.rules:
-            for plan in planner.plans(self.program.rules[rid], seeds=self.seeds):
+            for plan in planner.plans(self.program.rules[rid], seeds=self.seeds, low=self.low):
                 self.plans.append(f"{plan.rule.name}: {plan.describe()}")
                 d = self.rule_df(plan, self.full, {}, {})
                 if d is not None:
@@ -473,7 +474,7 @@ class _Run:
         exits: list[RulePlan] = []
         variants: list[RulePlan] = []
         for rid in st.rules:
-            for p in planner.plans(self.program.rules[rid], rec, self.seeds):
+            for p in planner.plans(self.program.rules[rid], rec, self.seeds, self.low):
                 (variants if p.delta_literal is not None else exits).append(p)
                 self.plans.append(f"{p.rule.name}: {p.describe()}")
         arity = {r: self.program.relations[r].arity for r in rels}

@@ -8,9 +8,11 @@ join multiplying the rows). This planner builds the same steps (``Scan``, ``Filt
 
 1. the delta atom of a semi-naive variant, then the *seed* atoms (the magic atoms of a
    demand-rewritten program, engine/magic.py: the bindings asked for, usually few rows);
-2. then, repeatedly, the atom sharing most bound variables with the rows so far (an atom that
-   shares none only when no other is left, and then the one with most constants); ties: more
-   bound or constant columns, then source order;
+2. then, repeatedly, the atom sharing most bound variables with the rows so far, not counting
+   variables that hold few distinct values (:func:`low_columns`: a privilege name copied from
+   constants joins every grant of that privilege to every binding); an atom that shares none
+   only when no other is left, and then the one with most constants; ties: more shared
+   variables, more bound or constant columns, then source order;
 3. comparisons and negations as soon as their variables are bound.
 
 For a rule with no delta and no seed this is the engine's order except that connected atoms
@@ -19,7 +21,7 @@ come first; plans stay printable with ``RulePlan.describe``.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from grantlog.engine import ir
 from grantlog.engine.plan import Assign, Filter, NegCheck, RulePlan, Scan, Step, is_anon
@@ -51,10 +53,54 @@ def _scan(lit: ir.Atom, pos: int, source: str, bound: set[str]) -> Scan:
                 tuple(out), tuple(eqs), pos)
 
 
+def low_columns(program: ir.Program, inputs: Collection[str] = ()) -> dict[str, frozenset[int]]:
+    """Columns that can only hold a few distinct values: those every rule fills with a
+    constant, or with a variable read from such a column; columns of relations given only as
+    facts in the rule files. A join on such a column alone multiplies rows (``grant(R, P, A)``
+    joined on the privilege ``P`` pairs every grant of it with every binding); the planner
+    prefers joins on other variables. The greatest fixpoint: assume every derived column low,
+    drop what a rule contradicts."""
+    derived = program.derived
+    facts_only = {f.rel for f in program.facts} - derived - set(inputs)
+    low: dict[str, set[int]] = {}
+    for rel, r in program.relations.items():
+        if rel in derived or rel in facts_only:
+            low[rel] = set(range(r.arity))
+        else:
+            low[rel] = set()
+    for rel in derived & set(inputs):
+        low[rel] = set()
+    changed = True
+    while changed:
+        changed = False
+        for rule in program.rules:
+            head = rule.head.rel
+            if not low[head]:
+                continue
+            lowvars: set[str] = set()
+            for lit in rule.body:
+                if isinstance(lit, ir.Atom):
+                    lowvars |= {t.name for c, t in enumerate(lit.args)
+                                if isinstance(t, ir.Var) and c in low[lit.rel]}
+                elif isinstance(lit, ir.Cmp) and lit.op == "=":
+                    for x, y in ((lit.left, lit.right), (lit.right, lit.left)):
+                        if isinstance(x, ir.Var) and isinstance(y, ir.Const):
+                            lowvars.add(x.name)
+            for c, t in enumerate(rule.head.args):
+                if c in low[head] and isinstance(t, ir.Var) and t.name not in lowvars:
+                    low[head].discard(c)
+                    changed = True
+    return {rel: frozenset(cols) for rel, cols in low.items()}
+
+
 def order(
-    body: tuple[ir.Lit, ...], first: int | None = None, seeds: Collection[str] = ()
+    body: tuple[ir.Lit, ...], first: int | None = None, seeds: Collection[str] = (),
+    low: Mapping[str, frozenset[int]] | None = None,
 ) -> list[Step]:
-    """The steps of a body (``first``: the position read from the delta)."""
+    """The steps of a body (``first``: the position read from the delta; ``low``: see
+    :func:`low_columns`)."""
+    low = low or {}
+    lowvars: set[str] = set()  # bound variables that hold few distinct values
     bound: set[str] = set()
     steps: list[Step] = []
     others = [(i, lit) for i, lit in enumerate(body) if not isinstance(lit, ir.Atom)]
@@ -90,6 +136,11 @@ def order(
                 progress = True
 
     def take(i: int, atom: ir.Atom, source: str) -> None:
+        cols = low.get(atom.rel, frozenset())
+        fresh = {t.name for t in atom.args if isinstance(t, ir.Var) and t.name not in bound}
+        high = {t.name for c, t in enumerate(atom.args)
+                if isinstance(t, ir.Var) and c not in cols}
+        lowvars.update(fresh - high)
         steps.append(_scan(atom, i, source, bound))
         flush()
 
@@ -104,11 +155,12 @@ def order(
         atoms.remove((i, atom))
         take(i, atom, "full")
 
-    def score(a: tuple[int, ir.Atom]) -> tuple[int, int, int]:
+    def score(a: tuple[int, ir.Atom]) -> tuple[int, int, int, int]:
         _, atom = a
-        shared = sum(1 for t in atom.args
-                     if isinstance(t, ir.Var) and not is_anon(t) and t.name in bound)
-        return (shared, sum(1 for t in atom.args if _bound_term(t, bound)), -a[0])
+        shared = {t.name for t in atom.args
+                  if isinstance(t, ir.Var) and not is_anon(t) and t.name in bound}
+        return (len(shared - lowvars), len(shared),
+                sum(1 for t in atom.args if _bound_term(t, bound)), -a[0])
 
     while atoms:
         best = max(atoms, key=score)
@@ -120,11 +172,12 @@ def order(
 
 
 def plans(
-    rule: ir.Rule, recursive: frozenset[str] = frozenset(), seeds: Collection[str] = ()
+    rule: ir.Rule, recursive: frozenset[str] = frozenset(), seeds: Collection[str] = (),
+    low: Mapping[str, frozenset[int]] | None = None,
 ) -> list[RulePlan]:
     """One plan for a rule outside recursion; one delta variant per recursive body atom."""
     rec = [i for i, lit in enumerate(rule.body)
            if isinstance(lit, ir.Atom) and lit.rel in recursive]
     if not rec:
-        return [RulePlan(rule, rule.head, tuple(order(rule.body, seeds=seeds)), None)]
-    return [RulePlan(rule, rule.head, tuple(order(rule.body, i, seeds)), i) for i in rec]
+        return [RulePlan(rule, rule.head, tuple(order(rule.body, seeds=seeds, low=low)), None)]
+    return [RulePlan(rule, rule.head, tuple(order(rule.body, i, seeds, low)), i) for i in rec]

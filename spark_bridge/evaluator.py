@@ -1,7 +1,11 @@
-"""A compiled program on Spark: each rule's join plan (engine/plan.py) as DataFrame operations.
+"""A compiled program on Spark: each rule's join plan (engine/plan.py steps) as DataFrame
+operations.
 
-The plans are the in-memory engine's: ``plan_rule`` for every rule, one delta variant per
-recursive body atom. A plan's steps become, left to right:
+The steps are the in-memory engine's kinds (``Scan``, ``Filter``, ``Assign``, ``NegCheck``), one
+plan per rule and one delta variant per recursive body atom, in a Spark-minded join order
+(planner.py: delta and magic atoms first, joins on shared variables, no cross join while another
+atom is joined). A goal (``run(..., goal=, where=)``) first rewrites the program for it
+(engine/magic.py). A plan's steps become, left to right:
 
 * ``Scan`` — filter the relation on its constants and repeated variables, project the columns
   still needed, then an inner equi-join with the bindings so far on the bound variables (the
@@ -16,10 +20,11 @@ recursive body atom. A plan's steps become, left to right:
 
 The head is a projection; a relation is the ``distinct`` union of its rules, its facts and its
 inputs. Strata run in dependency order. Non-recursive strata stay lazy, except that a relation
-read by two or more body literals is checkpointed (one job), so plans do not grow into trees of
-repeated subplans. Recursive strata run semi-naively (``delta_<rel>``/``new_<rel>``, the new rows
-found by a ``left_anti`` join against the full relation, each delta checkpointed, which also
-cuts the lineage), or by path doubling when the stratum is a transitive closure (closure.py).
+read by two or more body literals, or whose lazy plan grows past ``PLAN_LIMIT`` relation reads,
+is checkpointed (one job), so plans do not grow into trees of repeated subplans. Recursive
+strata run semi-naively (``delta_<rel>``/``new_<rel>``, the new rows found by a ``left_anti``
+join against the full relation, each delta checkpointed, which also cuts the lineage), or by
+path doubling when the stratum is a transitive closure (closure.py).
 """
 
 from __future__ import annotations

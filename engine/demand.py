@@ -165,6 +165,15 @@ class DemandContext:
         self.active: dict[tuple[str, tuple[int, ...], Key], int] = {}
         self.low: list[int] = [1 << 30]
         self.recursive_hits: set[int] = set()
+        #: per stack depth, the epoch its current round started at; ``epoch`` counts rounds
+        self.epochs: list[int] = []
+        self.epoch = 0
+        #: bumped whenever a tabled call's answers grow (a leader's fixpoint test)
+        self.growth = 0
+        #: calls evaluated inside an unfinished cycle: (answers, leader depth, start epoch)
+        self.incomplete: dict[tuple[str, tuple[int, ...], Key],
+                              tuple[dict[ir.Row, int], int, int]] = {}
+        self.pending: list[tuple[str, tuple[int, ...], Key]] = []
         self.F = _Relations(self)
 
     def index(self, rel: str, cols: tuple[int, ...]) -> Any:
@@ -185,10 +194,13 @@ class DemandContext:
         """Rows of virtual ``rel`` whose ``cols`` equal ``key``, tabled.
 
         Recursive virtual relations (the decision relation defined through itself) are
-        handled like SLG tabling without negation in cycles (stratification rules it out): a
-        call that meets a call still on the stack gets that call's answers so far and marks
-        the cycle; the oldest call of the cycle (its leader) re-evaluates until its answers
-        stop growing, and only then are the cycle's answers memoized as complete.
+        handled like SLG tabling without negation in cycles (stratification rules it out), with
+        completion per cycle: a call that meets a call still on the stack gets that call's
+        answers so far and marks the cycle; a call finishing inside an unfinished cycle keeps
+        its answers in ``incomplete``, stamped with the round of the cycle's leader (its oldest
+        call) it ran in, and is not evaluated again in that round. The leader repeats rounds
+        until nothing in its cycle grew; the tables evaluated in that last round are then
+        memoized as complete.
         """
         table = self.memo.get(rel)
         if table is None:
@@ -226,38 +238,73 @@ class DemandContext:
         mk = (rel, cols, key)
         pos = self.active.get(mk)
         if pos is not None:  # a recursive call: answers so far; the caller is incomplete
-            self.recursive_hits.add(pos)
-            if pos < self.low[-1]:
-                self.low[-1] = pos
+            self._hit(pos)
             return dict(self.partial[pos])  # a snapshot: the caller iterates it
+        seed: dict[ir.Row, int] | None = None
+        waiting = self.incomplete.get(mk)
+        if waiting is not None:
+            answers, lead, started = waiting
+            if started >= self.epochs[lead]:  # already evaluated in this round of its leader
+                self._hit(lead)
+                return answers
+            seed = answers
         depth = len(self.stack)
-        out = {}
+        out = {} if seed is None else dict(seed)
         self.stack.append(mk)
         self.partial.append(out)
         self.active[mk] = depth
         self.low.append(depth)
+        self.epochs.append(0)
         self.recursive_hits.discard(depth)
+        mark = len(self.pending)
+        started = self.epoch + 1
         try:
             while True:
+                self.epoch += 1
+                self.epochs[depth] = self.epoch
+                grown = self.growth
                 before = len(out)
                 self._evaluate(rel, cols, key, out)
+                if len(out) > before:
+                    self.growth += 1
                 if self.low[-1] < depth:  # inside a cycle led further down the stack
                     break
-                if depth not in self.recursive_hits or len(out) == before:
-                    break  # no cycle through this call, or its answers reached a fixpoint
+                if depth not in self.recursive_hits or self.growth == grown:
+                    break  # no cycle through this call, or nothing in its cycle grew
         finally:
             low = self.low.pop()
+            final = self.epochs.pop()
             self.stack.pop()
             self.partial.pop()
             del self.active[mk]
-        if low < depth:  # part of a cycle led further down: not complete yet, not memoized
+        if low < depth:  # part of a cycle led further down: kept for this round, not complete
             if low < self.low[-1]:
                 self.low[-1] = low
+            for m in self.pending[mark:]:
+                w = self.incomplete.get(m)
+                if w is not None and w[1] > low:
+                    self.incomplete[m] = (w[0], low, w[2])
+            self.incomplete[mk] = (out, low, started)
+            self.pending.append(mk)
             return out
+        # a leader at its fixpoint: the members evaluated in its last round are complete
+        for m in self.pending[mark:]:
+            w = self.incomplete.pop(m, None)
+            if w is not None and w[2] >= final:
+                self.memo[m[0]][(m[1], m[2])] = w[0]
+                self.entries += 1
+        del self.pending[mark:]
+        self.incomplete.pop(mk, None)
         self.recursive_hits.discard(depth)
         table[tk] = out
         self.entries += 1
         return out
+
+    def _hit(self, pos: int) -> None:
+        """The running call reads the unfinished answers of the call at stack ``pos``."""
+        self.recursive_hits.add(pos)
+        if pos < self.low[-1]:
+            self.low[-1] = pos
 
     def _evaluate(self, rel: str, cols: tuple[int, ...], key: Key,
                   out: dict[ir.Row, int]) -> None:

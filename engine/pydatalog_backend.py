@@ -533,16 +533,23 @@ class PyDatalogReasoner:
         return Decision(bool(self._decision((subject, operation, resource))), ())
 
     def list(
-        self, subject: str, operation: str, type: str | None = None
+        self, subject: str, operation: str, type: str | None = None,
+        within: str | None = None,
     ) -> builtins.list[ir.Value]:
         """The resources ``subject`` may perform ``operation`` on, sorted; with ``type``, only
-        resources with ``entity(resource, type)``."""
+        resources with ``entity(resource, type)``; with ``within``, only those with
+        ``ancestor_or_self(within, resource)``."""
         found = {row[2] for row in self._decision((subject, operation, None))}
         if type is not None:
             self._relation("entity")
             with self._active():
                 found = {x for x in found
                          if self._ask(self._tr.open_rows("entity", (x, type)))}
+        if within is not None:
+            self._relation("ancestor_or_self")
+            with self._active():
+                found = {x for x in found
+                         if self._ask(self._tr.open_rows("ancestor_or_self", (within, x)))}
         return sorted(found, key=_order_key)
 
     def who(self, operation: str, resource: str) -> builtins.list[ir.Value]:

@@ -531,16 +531,32 @@ class Reasoner:
             return Explanation(goal, True, bindings, root)
 
     def list(
-        self, subject: str, operation: str, type: str | None = None
+        self, subject: str, operation: str, type: str | None = None,
+        within: str | None = None,
     ) -> builtins.list[ir.Value]:
         """The resources ``subject`` may perform ``operation`` on, sorted; with ``type``, only
-        resources with ``entity(resource, type)`` (the prelude's entity relation)."""
+        resources with ``entity(resource, type)`` (the prelude's entity relation); with
+        ``within``, only ``within`` and the resources below it (the prelude's
+        ``ancestor_or_self``: a schema's tables, a catalog's schemas and tables).
+
+        Without ``within``: goal-directed from the subject and operation. With it: the
+        resources below ``within`` first, then one decision each (sharing what they have in
+        common: the subject's roles, the container's grants)."""
         rel = self._decision()
+        if type is not None:
+            self._relation("entity")
         with self._read():
             ctx = self._context()
+            if within is not None:
+                self._relation("ancestor_or_self")
+                below = [row[1] for row in ctx.lookup("ancestor_or_self", (0,), (within,))]
+                if type is not None:
+                    below = [x for x in below if ctx.lookup("entity", (0, 1), (x, type))]
+                found = [x for x in below
+                         if ctx.lookup(rel, (0, 1, 2), (subject, operation, x))]
+                return sorted(set(found), key=_value_key)
             found = [row[2] for row in ctx.lookup(rel, (0, 1), (subject, operation))]
             if type is not None:
-                self._relation("entity")
                 found = [x for x in found if ctx.lookup("entity", (0, 1), (x, type))]
         return sorted(set(found), key=_value_key)
 

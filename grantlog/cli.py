@@ -239,7 +239,7 @@ def cmd_lint(a: argparse.Namespace) -> int:
 def cmd_list(a: argparse.Namespace) -> int:
     *files, subject, operation = a.args
     r = Reasoner(_compile(_inputs(a, files), a.strict))
-    found = r.list(subject, operation, a.type)
+    found = r.list(subject, operation, a.type, a.within)
     if a.json:
         _out(json.dumps(found, ensure_ascii=False))
     else:
@@ -386,6 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("list", "the resources SUBJECT may perform OPERATION on", inputs=True)
     sp.add_argument("args", nargs="+", metavar="FILE... SUBJECT OPERATION")
     sp.add_argument("--type", "-t", help="only resources with entity(resource, TYPE)")
+    sp.add_argument("--within", "-w", metavar="CONTAINER",
+                    help="only CONTAINER and the resources below it "
+                         "(ancestor_or_self(CONTAINER, resource))")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_list)
 

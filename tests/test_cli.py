@@ -130,6 +130,14 @@ def test_list_who_on_a_shipped_model(capsys: pytest.CaptureFixture[str]) -> None
     assert code == 0 and tables and all(t.startswith('"m1.') for t in tables)
     code, out, _ = run(capsys, "who", *facts, "load_table", tables[0].strip('"'))
     assert code == 0 and "alice" in out.split()
+    schema = tables[0].strip('"').rsplit(".", 1)[0]
+    code, out, _ = run(capsys, "list", *facts, "alice", "load_table", "--within", schema)
+    below = out.split()
+    assert code == 0 and below and set(below) <= set(tables)
+    assert all(t.strip('"').startswith(schema + ".") for t in below)
+    assert below == [t for t in tables if t.strip('"').startswith(schema + ".")]
+    code, out, _ = run(capsys, "list", *facts, "alice", "load_table", "-w", "m1.nosuch")
+    assert code == 1 and out == ""
 
 
 def test_import_gravitino_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -242,7 +242,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     }
     if not args.no_deep_size:
         t0 = time.perf_counter()
-        eng, eng_types = deep_size([r._base, db.full, db.indexes])
+        eng, eng_types = deep_size([r._base, r._spans, db.full, db.indexes])
         base_only, _ = deep_size([r._base])
         full_only, _ = deep_size([db.full])
         mem["deep_bytes"] = eng

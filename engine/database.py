@@ -66,6 +66,19 @@ class Database:
             self._by_rel[rel].append((key, ix))
         return ix
 
+    def adopt(self, other: Database, rel: str) -> None:
+        """Take over ``rel``'s rows and indexes from ``other`` (which must not use them
+        after): a re-evaluation keeps base relations without copying them."""
+        rows = other.full.get(rel)
+        if rows is None:
+            return
+        self.full[rel] = rows
+        self._rows += len(rows)
+        for key, ix in other._by_rel.get(rel, ()):
+            cols = next(k[1] for k, v in other.indexes.items() if v is ix)
+            self.indexes[(rel, cols)] = ix
+            self._by_rel[rel].append((key, ix))
+
     def add(self, rel: str, rows: Collection[Row], level: int) -> None:
         """Add rows not yet present (callers filter out known rows)."""
         if not rows:

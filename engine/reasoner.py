@@ -145,9 +145,20 @@ class Reasoner:
         deps = cache["dependents"]
         assert isinstance(deps, dict)
         self._dependents: dict[str, frozenset[str]] = deps
-        self._base: dict[str, dict[ir.Row, Span | None]] = {r: {} for r in program.relations}
+        #: base facts of derived relations (rows given for a relation that rules also derive);
+        #: base-only relations are stored once, in the database (level 0), not here
+        self._base: dict[str, dict[ir.Row, None]] = {r: {} for r in program.derived}
+        #: where each fact written in the rule files is (a fact inserted at run time has none)
+        self._spans: dict[str, dict[ir.Row, Span]] = {}
+        #: base-only facts waiting for the first evaluation (the rule files' own)
+        self._initial: dict[str, dict[ir.Row, None]] | None = {}
         for f in program.facts:
-            self._base[f.rel].setdefault(f.row, f.span)
+            if f.span is not None:
+                self._spans.setdefault(f.rel, {}).setdefault(f.row, f.span)
+            store = self._base.get(f.rel)
+            if store is None:
+                store = self._initial.setdefault(f.rel, {})
+            store.setdefault(f.row, None)
         self._db: Database | None = None
         self._lock = threading.RLock()
         self._goals: dict[str, _Goal] = {}
@@ -230,7 +241,15 @@ class Reasoner:
             ins: dict[str, set[ir.Row]] = {}
             dels: dict[str, set[ir.Row]] = {}
             for rel, rows in tx.ops.items():
-                base = self._base[rel]
+                base = self._base.get(rel)
+                if base is None:  # base-only: the database holds its rows
+                    stored = db.full[rel]
+                    for row, present in rows.items():
+                        if present and row not in stored:
+                            ins.setdefault(rel, set()).add(row)
+                        elif not present and row in stored:
+                            dels.setdefault(rel, set()).add(row)
+                    continue
                 for row, present in rows.items():
                     if present and row not in base:
                         base[row] = None
@@ -240,9 +259,14 @@ class Reasoner:
                         dels.setdefault(rel, set()).add(row)
             if not ins and not dels:
                 return Changes({}, self.program.derived)
+            for rel, gone in dels.items():
+                spans = self._spans.get(rel)
+                if spans:
+                    for row in gone:
+                        spans.pop(row, None)
             n = sum(map(len, ins.values())) + sum(map(len, dels.values()))
-            if n >= BULK_MIN and n * BULK_RATIO > sum(map(len, self._base.values())):
-                changed = self._rebuild_and_diff(db, watch)
+            if n >= BULK_MIN and n * BULK_RATIO > self._base_rows(db):
+                changed = self._rebuild_and_diff(db, ins, dels, watch)
                 self._forget()
             else:
                 changed = self._maintainer.apply(db, self._base, ins, dels, watch)
@@ -257,13 +281,32 @@ class Reasoner:
         self._memo_entries = 0
         self._last = None
 
-    def _rebuild_and_diff(self, old: Database, watch: frozenset[str]) -> dict[str, Change]:
+    def _base_rows(self, db: Database) -> int:
+        """How many base facts there are."""
+        return (sum(len(db.full[r]) for r in self._base_only) +
+                sum(map(len, self._base.values())))
+
+    @property
+    def _base_only(self) -> builtins.list[str]:
+        return [r for r in self.program.relations if r not in self._base]
+
+    def _rebuild_and_diff(self, old: Database, ins: dict[str, set[ir.Row]],
+                          dels: dict[str, set[ir.Row]],
+                          watch: frozenset[str]) -> dict[str, Change]:
         """A bulk change (a load, a big import): evaluate from scratch, which is cheaper than
         maintaining row by row, and report the difference to the old materialization."""
-        self._db = None
-        new = self._database()
         changed: dict[str, Change] = {}
+        for rel in self._base_only:  # applied to the stored rows, which the new state keeps
+            plus, minus = ins.get(rel, set()), dels.get(rel, set())
+            if plus or minus:
+                old.remove(rel, minus)
+                old.add(rel, plus, 0)
+                changed[rel] = Change(set(plus), set(minus))
+        self._db = None
+        new = self._database(old)
         for rel in self.program.relations:
+            if rel not in self._base:
+                continue
             o, nw = old.full.get(rel, {}), new.full.get(rel, {})
             if o or nw:
                 added = nw.keys() - o.keys() if o else set(nw)
@@ -277,9 +320,10 @@ class Reasoner:
     def rebuild(self) -> None:
         """Throw the materialization away and evaluate from scratch (for comparisons)."""
         with self._lock:
+            old = self._database()
             self._db = None
             self._forget()
-            self._database()
+            self._database(old)
 
     # -- evaluation ---------------------------------------------------------------------------
 
@@ -287,10 +331,19 @@ class Reasoner:
         """The current materialization (evaluated if stale). Read-only for callers."""
         return self._database()
 
-    def _database(self) -> Database:
+    def _database(self, old: Database | None = None) -> Database:
+        """The materialization, evaluated from the base facts if there is none; ``old``: the
+        previous one, whose base-only relations (stored only there) the new one takes over."""
         with self._lock:
             if self._db is None:
                 db = Database(self.program.relations)
+                if old is not None:
+                    for rel in self._base_only:
+                        db.adopt(old, rel)
+                elif self._initial is not None:
+                    for rel, rows in self._initial.items():
+                        db.add(rel, rows, 0)
+                    self._initial = None
                 for rel, rows in self._base.items():
                     if rows:
                         db.add(rel, rows, 0)
@@ -481,7 +534,8 @@ class Reasoner:
 
     def _deriving_rule(self, ctx: DemandContext, rel: str, row: ir.Row) -> ir.Rule | None:
         """A rule of materialized ``rel`` whose body holds for ``row`` (None: a base fact)."""
-        if row in self._base.get(rel, {}):
+        base = self._base.get(rel)
+        if base is None or row in base:
             return None
         for rule in self._plans.rules.get(rel, ()):
             env: dict[str, ir.Value] = {}
@@ -495,13 +549,14 @@ class Reasoner:
         return None
 
     def _prover(self, ctx: DemandContext) -> Prover:
-        def origin(rel: str, row: ir.Row) -> Span | str | None:
-            base = self._base.get(rel, {})
-            if row not in base:
-                return None
-            return base[row] or INSERTED
-
         db = self._database()
+
+        def origin(rel: str, row: ir.Row) -> Span | str | None:
+            base = self._base.get(rel)
+            if row not in (db.full[rel] if base is None else base):
+                return None
+            return self._spans.get(rel, {}).get(row) or INSERTED
+
         return Prover(self.program, db.full, ctx, origin)
 
     def explain(self, goal: str) -> Explanation:

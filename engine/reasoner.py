@@ -318,12 +318,14 @@ class Reasoner:
         return {r: c for r, c in changed.items() if c}
 
     def rebuild(self) -> None:
-        """Throw the materialization away and evaluate from scratch (for comparisons)."""
+        """Throw the materialization away and evaluate from scratch (for comparisons): a new
+        database of the base facts (rows copied, indexes built again as reads need them),
+        then every stratum evaluated."""
         with self._lock:
             old = self._database()
             self._db = None
             self._forget()
-            self._database(old)
+            self._database(old, copy=True)
 
     # -- evaluation ---------------------------------------------------------------------------
 
@@ -331,15 +333,19 @@ class Reasoner:
         """The current materialization (evaluated if stale). Read-only for callers."""
         return self._database()
 
-    def _database(self, old: Database | None = None) -> Database:
+    def _database(self, old: Database | None = None, copy: bool = False) -> Database:
         """The materialization, evaluated from the base facts if there is none; ``old``: the
-        previous one, whose base-only relations (stored only there) the new one takes over."""
+        previous one, whose base-only relations (stored only there) the new one takes over
+        (``copy``: copies, with no index)."""
         with self._lock:
             if self._db is None:
                 db = Database(self.program.relations)
                 if old is not None:
                     for rel in self._base_only:
-                        db.adopt(old, rel)
+                        if copy:
+                            db.add(rel, list(old.full[rel]), 0)
+                        else:
+                            db.adopt(old, rel)
                 elif self._initial is not None:
                     for rel, rows in self._initial.items():
                         db.add(rel, rows, 0)

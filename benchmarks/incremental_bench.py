@@ -821,7 +821,8 @@ def targets(res: dict[str, Any]) -> list[str]:
              TARGETS["update_ms"], "ms", show=lambda v: f"{v:,.3f}"),
         line("(rebuild + check) / reflected update", rr, TARGETS["rebuild_ratio"], "×",
              higher=True, show=lambda v: f"{v:,.0f}" if v >= 10 else f"{v:.2f}"),
-        line(f"list over the {p['list']['schema_tables']:,}-table schema (query)"
+        line(f"list over the {p['list']['schema_tables']:,}-table schema "
+             + ("(`list(..., within=schema)`)" if p["list"].get("within") else "(query)")
              + (" — did not finish; lower bound" if lq.get("median_ms") is None else ""),
              lm, TARGETS["list_ms"], "ms"),
         line("bytes per base fact " + ("(deep size)" if deep else "(RSS growth of the load)"),

@@ -109,10 +109,13 @@ class Database:
         before = len(full)
         full.update(dict.fromkeys(rows, level))
         self._rows += len(full) - before
+        ordered: list[Row] | None = None
         for entry in self._by_rel.get(rel, ()):
             key, ix = entry[0], entry[1]
             if type(ix) is UniqueIndex:
-                self._add_unique(rel, entry, list(rows))
+                if ordered is None:
+                    ordered = list(rows)
+                self._add_unique(rel, entry, ordered)
             else:
                 for row in rows:
                     _put(ix, key(row), row)

@@ -148,6 +148,7 @@ class Reasoner:
         #: base facts of derived relations (rows given for a relation that rules also derive);
         #: base-only relations are stored once, in the database (level 0), not here
         self._base: dict[str, dict[ir.Row, None]] = {r: {} for r in program.derived}
+        self._base_only = tuple(r for r in program.relations if r not in self._base)
         #: where each fact written in the rule files is (a fact inserted at run time has none)
         self._spans: dict[str, dict[ir.Row, Span]] = {}
         #: base-only facts waiting for the first evaluation (the rule files' own)
@@ -241,21 +242,16 @@ class Reasoner:
             ins: dict[str, set[ir.Row]] = {}
             dels: dict[str, set[ir.Row]] = {}
             for rel, rows in tx.ops.items():
-                base = self._base.get(rel)
-                if base is None:  # base-only: the database holds its rows
-                    stored = db.full[rel]
-                    for row, present in rows.items():
-                        if present and row not in stored:
-                            ins.setdefault(rel, set()).add(row)
-                        elif not present and row in stored:
-                            dels.setdefault(rel, set()).add(row)
-                    continue
+                base = self._base.get(rel)  # None: base-only, the database holds its rows
+                stored = db.full[rel] if base is None else base
                 for row, present in rows.items():
-                    if present and row not in base:
-                        base[row] = None
+                    if present and row not in stored:
+                        if base is not None:
+                            base[row] = None
                         ins.setdefault(rel, set()).add(row)
-                    elif not present and row in base:
-                        del base[row]
+                    elif not present and row in stored:
+                        if base is not None:
+                            del base[row]
                         dels.setdefault(rel, set()).add(row)
             if not ins and not dels:
                 return Changes({}, self.program.derived)
@@ -286,10 +282,6 @@ class Reasoner:
         return (sum(len(db.full[r]) for r in self._base_only) +
                 sum(map(len, self._base.values())))
 
-    @property
-    def _base_only(self) -> builtins.list[str]:
-        return [r for r in self.program.relations if r not in self._base]
-
     def _rebuild_and_diff(self, old: Database, ins: dict[str, set[ir.Row]],
                           dels: dict[str, set[ir.Row]],
                           watch: frozenset[str]) -> dict[str, Change]:
@@ -304,9 +296,7 @@ class Reasoner:
                 changed[rel] = Change(set(plus), set(minus))
         self._db = None
         new = self._database(old)
-        for rel in self.program.relations:
-            if rel not in self._base:
-                continue
+        for rel in self._base:  # derived relations (base-only ones are done above)
             o, nw = old.full.get(rel, {}), new.full.get(rel, {})
             if o or nw:
                 added = nw.keys() - o.keys() if o else set(nw)
@@ -606,19 +596,19 @@ class Reasoner:
         rel = self._decision()
         if type is not None:
             self._relation("entity")
+        if within is not None:
+            self._relation("ancestor_or_self")
         with self._read():
             ctx = self._context()
-            if within is not None:
-                self._relation("ancestor_or_self")
-                below = [row[1] for row in ctx.lookup("ancestor_or_self", (0,), (within,))]
-                if type is not None:
-                    below = [x for x in below if ctx.lookup("entity", (0, 1), (x, type))]
-                found = [x for x in below
-                         if ctx.lookup(rel, (0, 1, 2), (subject, operation, x))]
-                return sorted(set(found), key=_value_key)
-            found = [row[2] for row in ctx.lookup(rel, (0, 1), (subject, operation))]
+            if within is None:
+                found = [row[2] for row in ctx.lookup(rel, (0, 1), (subject, operation))]
+            else:
+                found = [row[1] for row in ctx.lookup("ancestor_or_self", (0,), (within,))]
             if type is not None:
                 found = [x for x in found if ctx.lookup("entity", (0, 1), (x, type))]
+            if within is not None:  # decided last: the cheap filters first
+                found = [x for x in found
+                         if ctx.lookup(rel, (0, 1, 2), (subject, operation, x))]
         return sorted(set(found), key=_value_key)
 
     def who(self, operation: str, resource: str) -> builtins.list[ir.Value]:

@@ -598,7 +598,7 @@ def profile(args: argparse.Namespace) -> None:
     orig_demand = dm.DemandContext.demand
 
     def counting(self: Any, rel: str, cols: tuple[int, ...], key: Any) -> Any:
-        if (rel, cols, key) in self.memo:
+        if (cols, key) in self.memo.get(rel, ()):
             memo_hits[rel] += 1
         else:
             calls[(rel, cols)] += 1
@@ -622,8 +622,8 @@ def profile(args: argparse.Namespace) -> None:
     try:  # the join orders demand evaluation used (engine internals: best effort)
         from grantlog.engine.plan import plan_bound
         print("\n== bound plans used by demand evaluation (rule [bound vars]: steps)")
-        for rid, bound in sorted(r._plans.cache, key=lambda k: (program.rules[k[0]].name,
-                                                                 sorted(k[1]))):
+        used = {(k[0], k[1]) for k in r._plans.cache}
+        for rid, bound in sorted(used, key=lambda k: (program.rules[k[0]].name, sorted(k[1]))):
             rule = program.rules[rid]
             try:
                 plan = plan_bound(rule, set(bound), program.virtual)

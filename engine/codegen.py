@@ -6,7 +6,9 @@ Each plan becomes one generated function ``run(F, D, I, O, B)`` of nested loops:
 * ``D[rel]`` — the delta of the current round, a set of rows;
 * ``I(rel, cols)`` — a hash index on ``cols``: key (a value, or a tuple for several columns)
   -> list of rows;
-* ``O(row)`` — where head rows go; ``B`` — values of pre-bound variables.
+* ``O(row)`` — where head rows go; ``B`` — values of pre-bound variables: a dict by name, or,
+  for a function compiled for a lookup (``key``: the head's terms at the looked-up columns), the
+  lookup's key tuple, whose constants and repeated variables the function checks itself.
 
 The rule is written as a comment above the loops. Plans nested deeper than Python allows (more
 than ``MAX_LOOPS`` scans, or code Python refuses to compile) fall back to :func:`interpret`,
@@ -60,8 +62,9 @@ _CMP_EXPR = {
 
 
 class _Gen:
-    def __init__(self, plan: RulePlan) -> None:
+    def __init__(self, plan: RulePlan, key: tuple[ir.Term, ...] | None = None) -> None:
         self.plan = plan
+        self.lookup = key
         self.names: dict[str, str] = {}
         self.lines: list[str] = []
         self.setup: list[str] = []
@@ -161,36 +164,82 @@ class _Gen:
                 self.open_if(f"not {ix}.get({self.key(s.key_terms)})")
 
     def source(self) -> str:
-        for name in self.plan.pre_bound:
-            self.emit(f"{self.var(name)} = B[{name!r}]")
+        if self.lookup is None:
+            for name in self.plan.pre_bound:
+                self.emit(f"{self.var(name)} = B[{name!r}]")
+        else:
+            assigned: set[str] = set()
+            for i, t in enumerate(self.lookup):
+                if isinstance(t, ir.Const):
+                    self.emit(f"if B[{i}] != {t.value!r}: return")
+                elif t.name in assigned:
+                    self.emit(f"if B[{i}] != {self.var(t.name)}: return")
+                else:
+                    assigned.add(t.name)
+                    self.emit(f"{self.var(t.name)} = B[{i}]")
+            missing = set(self.plan.pre_bound) - assigned
+            if missing:
+                raise ValueError(f"pre-bound variables {sorted(missing)} not in the key")
         for s in self.plan.steps:
             self.step(s)
         self.emit(f"O({self.row(self.plan.head.args)})")
+        if self.lookup is not None and all(
+                isinstance(t, ir.Const) or t in self.lookup for t in self.plan.head.args):
+            self.emit("return")  # a membership test: the one possible row is found
         header = ["def run(F, D, I, O, B):", f"    # {self.plan.rule}"]
         header += ["    " + x for x in self.setup]
         return "\n".join(header + self.lines) + "\n"
 
 
-def generate(plan: RulePlan) -> str:
-    """The Python source for a plan (shown by ``grantlog`` debugging and tests)."""
-    return _Gen(plan).source()
+def generate(plan: RulePlan, key: tuple[ir.Term, ...] | None = None) -> str:
+    """The Python source for a plan (shown by ``grantlog`` debugging and tests); with ``key``,
+    a function taking the key tuple of a lookup as ``B`` (see the module docstring)."""
+    return _Gen(plan, key).source()
 
 
-def compile_plan(plan: RulePlan) -> RunFn:
+def key_binding(key: tuple[ir.Term, ...], values: tuple[ir.Value, ...]
+                ) -> dict[str, ir.Value] | None:
+    """The variables a lookup key binds, or None when it contradicts the head's constants or
+    repeated variables."""
+    env: dict[str, ir.Value] = {}
+    for t, v in zip(key, values, strict=True):
+        if isinstance(t, ir.Const):
+            if t.value != v:
+                return None
+        elif env.setdefault(t.name, v) != v:
+            return None
+    return env
+
+
+def compile_plan(plan: RulePlan, key: tuple[ir.Term, ...] | None = None) -> RunFn:
+    """The plan as a Python function (see the module docstring; ``key`` as in
+    :func:`generate`)."""
     loops = sum(1 for s in plan.steps if isinstance(s, Scan))
     if loops > MAX_LOOPS or any(is_anon(t) for t in plan.head.args):
-        return lambda F, D, I, O, B: interpret(plan, F, D, I, O, B)
-    src = generate(plan)
+        return _interpreted(plan, key)
+    src = generate(plan, key)
     scope: dict[str, Any] = {"_lt": _lt}
     try:
         code = compile(src, f"<rule {plan.rule.name}>", "exec")
     except (SyntaxError, RecursionError):
         # nested deeper than Python allows (100 indentation levels: a long run of negations
         # or comparisons opens one `if` each)
-        return lambda F, D, I, O, B: interpret(plan, F, D, I, O, B)
+        return _interpreted(plan, key)
     exec(code, scope)
     fn: RunFn = scope["run"]
     return fn
+
+
+def _interpreted(plan: RulePlan, key: tuple[ir.Term, ...] | None) -> RunFn:
+    if key is None:
+        return lambda F, D, I, O, B: interpret(plan, F, D, I, O, B)
+    k = key
+
+    def run(F: Any, D: Any, I: Any, O: Any, B: Any) -> None:
+        env = key_binding(k, B)
+        if env is not None:
+            interpret(plan, F, D, I, O, env)
+    return run
 
 
 def interpret(

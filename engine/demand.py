@@ -25,10 +25,8 @@ from .stats import Statistics
 Key = tuple[ir.Value, ...]
 #: relation -> (looked-up columns, key) -> the matching rows, each with its deriving rule
 Memo = dict[str, dict[tuple[tuple[int, ...], Key], dict[ir.Row, int]]]
-#: (rule index, function, (key position, constant) checks, (variable, key position) bindings,
-#: pairs of key positions that must be equal)
-Call = tuple[int, RunFn, tuple[tuple[int, ir.Value], ...], tuple[tuple[str, int], ...],
-             tuple[tuple[int, int], ...]]
+#: a rule's index and its function compiled for a lookup (it takes the key as ``B``)
+Call = tuple[int, RunFn]
 _UNKNOWN = object()
 _ALL = [tuple(range(n)) for n in range(64)]
 #: a coarser lookup is used when it is estimated to return at most this many rows
@@ -46,20 +44,19 @@ class DemandPlans:
     by (rule, bound variables, atom order), which reasoners of one program may share."""
 
     def __init__(self, program: ir.Program,
-                 compiled: dict[tuple[int, frozenset[str], tuple[int, ...] | None], RunFn]
-                 | None = None) -> None:
+                 compiled: dict[tuple[Any, ...], RunFn] | None = None) -> None:
         self.program = program
         self.rules: dict[str, list[ir.Rule]] = {}
         for r in program.rules:
             self.rules.setdefault(r.head.rel, []).append(r)
-        self.cache: dict[tuple[int, frozenset[str]], RunFn] = {}
+        self.cache: dict[tuple[Any, ...], RunFn] = {}
         self.compiled = {} if compiled is None else compiled
         self.stats: Statistics | None = None
         self.arity = {n: r.arity for n, r in program.relations.items()}
         self.recursive = frozenset(r for st in program.strata if st.recursive
                                    for r in st.relations)
         self._coarse: dict[tuple[str, tuple[int, ...]], Coarse | None] = {}
-        self._calls: dict[tuple[str, tuple[int, ...]], list[Call]] = {}
+        self._calls: dict[tuple[str, tuple[int, ...]], Dispatch] = {}
 
     def use(self, stats: Statistics | None) -> None:
         """Plan from these statistics from now on (forgetting the plans made before)."""
@@ -95,28 +92,47 @@ class DemandPlans:
     def order(self, rule: ir.Rule, bound: frozenset[str]) -> tuple[int, ...] | None:
         return None if self.stats is None else tuple(self.stats.order(rule.body, set(bound)))
 
-    def calls(self, rel: str, cols: tuple[int, ...]) -> list[Call]:
-        """How to evaluate ``rel`` looked up on ``cols``: per rule, its function and how
-        the key binds its head (constants to check, variables to bind, repeated variables)."""
+    def calls(self, rel: str, cols: tuple[int, ...]) -> Dispatch:
+        """How to evaluate ``rel`` looked up on ``cols``: its rules, each compiled to take the
+        key (and check the head's constants and repeated variables itself), selected by the
+        key's value at the position where most heads have a constant (the operation of a
+        decision relation with one rule per operation)."""
         k = (rel, cols)
         got = self._calls.get(k)
         if got is None:
-            got = self._calls[k] = []
-            for rule in self.rules.get(rel, ()):
-                consts: list[tuple[int, ir.Value]] = []
-                names: dict[str, int] = {}
-                same: list[tuple[int, int]] = []
-                for i, c in enumerate(cols):
-                    t = rule.head.args[c]
-                    if isinstance(t, ir.Const):
-                        consts.append((i, t.value))
-                    elif t.name in names:
-                        same.append((names[t.name], i))
-                    else:
-                        names[t.name] = i
-                fn = self.fn(rule, frozenset(names))
-                got.append((rule.index, fn, tuple(consts), tuple(names.items()), tuple(same)))
+            rules = [(rule, tuple(rule.head.args[c] for c in cols))
+                     for rule in self.rules.get(rel, ())]
+            fns = [(rule.index, self.keyed_fn(rule, key)) for rule, key in rules]
+            consts = [sum(isinstance(key[i], ir.Const) for _, key in rules)
+                      for i in range(len(cols))]
+            pos = max(range(len(cols)), key=consts.__getitem__) if cols else -1
+            if pos < 0 or consts[pos] < 2:
+                got = Dispatch(-1, {}, tuple(fns))
+            else:
+                at = [key[pos] for _, key in rules]  # each head's term at the position
+                values = {t.value for t in at if isinstance(t, ir.Const)}
+                by = {v: tuple(f for f, t in zip(fns, at, strict=True)
+                               if isinstance(t, ir.Var) or t.value == v)
+                      for v in values}
+                rest = tuple(f for f, t in zip(fns, at, strict=True) if isinstance(t, ir.Var))
+                got = Dispatch(pos, by, rest)
+            self._calls[k] = got
         return got
+
+    def keyed_fn(self, rule: ir.Rule, key: tuple[ir.Term, ...]) -> RunFn:
+        """``rule`` compiled for a lookup whose key is ``key`` (the head's terms there)."""
+        bound = frozenset(t.name for t in key if isinstance(t, ir.Var))
+        k = (rule.index, bound, key)
+        f = self.cache.get(k)
+        if f is None:
+            order = self.order(rule, bound)
+            ck = (rule.index, bound, order, key)
+            f = self.compiled.get(ck)
+            if f is None:
+                f = self.compiled[ck] = compile_plan(
+                    plan_bound(rule, set(bound), self.program.virtual, order), key)
+            self.cache[k] = f
+        return f
 
     def fn(self, rule: ir.Rule, bound: frozenset[str]) -> RunFn:
         k = (rule.index, bound)
@@ -130,6 +146,15 @@ class DemandPlans:
                     plan_bound(rule, set(bound), self.program.virtual, order))
             self.cache[k] = f
         return f
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """The rules answering a lookup (:meth:`DemandPlans.calls`)."""
+
+    pos: int  # the key position whose value selects the rules, or -1: all rules, always
+    by: dict[ir.Value, tuple[Call, ...]]  # per value there: the rules whose head may match it
+    rest: tuple[Call, ...]  # the rules with a variable there (all of them when ``pos`` is -1)
 
 
 @dataclass(frozen=True)
@@ -159,6 +184,8 @@ class DemandContext:
         self.entries = 0
         self.recursive = plans.recursive
         self.coarse = plans._coarse
+        self.calls = plans._calls
+        self.indexes: dict[tuple[str, tuple[int, ...]], Any] = {}
         # tabling state for recursive virtual relations
         self.stack: list[tuple[str, tuple[int, ...], Key]] = []
         self.partial: list[dict[ir.Row, int]] = []
@@ -177,9 +204,12 @@ class DemandContext:
         self.F = _Relations(self)
 
     def index(self, rel: str, cols: tuple[int, ...]) -> Any:
-        if rel in self.virtual:
-            return VirtualIndex(self, rel, cols)
-        return self.base_index(rel, cols)
+        k = (rel, cols)
+        ix = self.indexes.get(k)
+        if ix is None:
+            ix = self.indexes[k] = (VirtualIndex(self, rel, cols) if rel in self.virtual
+                                    else self.base_index(rel, cols))
+        return ix
 
     def lookup(self, rel: str, cols: tuple[int, ...], key: Key) -> Mapping[ir.Row, Any]:
         """Rows of ``rel`` whose ``cols`` equal ``key`` (any relation)."""
@@ -320,14 +350,13 @@ class DemandContext:
         point = len(cols) == self.arity[rel]  # a membership test: one row at most
         got: dict[ir.Row, None] = {}
         add = got.setdefault
-        for rid, fn, consts, names, same in self.plans.calls(rel, cols):
+        d = self.calls.get((rel, cols))
+        if d is None:
+            d = self.calls[(rel, cols)] = self.plans.calls(rel, cols)
+        for rid, fn in d.rest if d.pos < 0 else d.by.get(key[d.pos], d.rest):
             if point and out:
                 return
-            if consts and any(key[i] != v for i, v in consts):
-                continue
-            if same and any(key[i] != key[j] for i, j in same):
-                continue
-            fn(self.F, None, self.index, add, {n: key[i] for n, i in names})
+            fn(self.F, None, self.index, add, key)
             if got:
                 if out:
                     out.update(dict.fromkeys(got.keys() - out.keys(), rid))
@@ -336,22 +365,18 @@ class DemandContext:
                 got.clear()
 
 
-class _Relations(Mapping[str, Any]):
-    """``F`` for generated code: dicts for materialized relations, views for virtual ones."""
+class _Relations(dict[str, Any]):
+    """``F`` for generated code: dicts for materialized relations, views for virtual ones
+    (each made at its first use in the read)."""
 
     def __init__(self, ctx: DemandContext) -> None:
+        super().__init__()
         self.ctx = ctx
 
-    def __getitem__(self, rel: str) -> Any:
-        if rel in self.ctx.virtual:
-            return VirtualRelation(self.ctx, rel)
-        return self.ctx.full[rel]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.ctx.full)
-
-    def __len__(self) -> int:
-        return len(self.ctx.full)
+    def __missing__(self, rel: str) -> Any:
+        got = self[rel] = (VirtualRelation(self.ctx, rel) if rel in self.ctx.virtual
+                           else self.ctx.full[rel])
+        return got
 
 
 class VirtualRelation:

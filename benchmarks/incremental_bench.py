@@ -598,7 +598,7 @@ def profile(args: argparse.Namespace) -> None:
     orig_demand = dm.DemandContext.demand
 
     def counting(self: Any, rel: str, cols: tuple[int, ...], key: Any) -> Any:
-        if (cols, key) in self.memo.get(rel, ()):
+        if key in self.memo.get(rel, {}).get(cols, ()):
             memo_hits[rel] += 1
         else:
             calls[(rel, cols)] += 1

@@ -8,7 +8,8 @@ Each plan becomes one generated function ``run(F, D, I, O, B)`` of nested loops:
   -> list of rows;
 * ``O(row)`` — where head rows go; ``B`` — values of pre-bound variables: a dict by name, or,
   for a function compiled for a lookup (``key``: the head's terms at the looked-up columns), the
-  lookup's key tuple, whose constants and repeated variables the function checks itself.
+  lookup's key tuple, whose constants and repeated variables the function checks itself; such
+  a function calls ``O(row, rule index)``.
 
 The rule is written as a comment above the loops. Plans nested deeper than Python allows (more
 than ``MAX_LOOPS`` scans, or code Python refuses to compile) fall back to :func:`interpret`,
@@ -182,7 +183,10 @@ class _Gen:
                 raise ValueError(f"pre-bound variables {sorted(missing)} not in the key")
         for s in self.plan.steps:
             self.step(s)
-        self.emit(f"O({self.row(self.plan.head.args)})")
+        if self.lookup is None:
+            self.emit(f"O({self.row(self.plan.head.args)})")
+        else:  # with the rule's index: O is the answer dict's setdefault (first rule wins)
+            self.emit(f"O({self.row(self.plan.head.args)}, {self.plan.rule.index})")
         if self.lookup is not None and all(
                 isinstance(t, ir.Const) or t in self.lookup for t in self.plan.head.args):
             self.emit("return")  # a membership test: the one possible row is found
@@ -235,11 +239,20 @@ def _interpreted(plan: RulePlan, key: tuple[ir.Term, ...] | None) -> RunFn:
         return lambda F, D, I, O, B: interpret(plan, F, D, I, O, B)
     k = key
 
+    rid = plan.rule.index
+
     def run(F: Any, D: Any, I: Any, O: Any, B: Any) -> None:
         env = key_binding(k, B)
         if env is not None:
-            interpret(plan, F, D, I, O, env)
+            for row in _rows(plan, F, D, I, env):
+                O(row, rid)
     return run
+
+
+def _rows(plan: RulePlan, F: Any, D: Any, I: Any, B: Mapping[str, ir.Value]
+          ) -> Iterator[ir.Row]:
+    for env in solve(plan, F, D, I, B):
+        yield tuple(t.value if isinstance(t, ir.Const) else env[t.name] for t in plan.head.args)
 
 
 def interpret(

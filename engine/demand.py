@@ -23,11 +23,12 @@ from .plan import plan_bound
 from .stats import Statistics
 
 Key = tuple[ir.Value, ...]
-#: relation -> (looked-up columns, key) -> the matching rows, each with its deriving rule
-Memo = dict[str, dict[tuple[tuple[int, ...], Key], dict[ir.Row, int]]]
+#: the matching rows of one lookup, each with the index of its deriving rule
+Answer = dict[ir.Row, int]
+#: relation -> looked-up columns -> key -> the answer
+Memo = dict[str, dict[tuple[int, ...], dict[Key, Answer]]]
 #: a rule's index and its function compiled for a lookup (it takes the key as ``B``)
 Call = tuple[int, RunFn]
-_UNKNOWN = object()
 _ALL = [tuple(range(n)) for n in range(64)]
 #: a coarser lookup is used when it is estimated to return at most this many rows
 COARSE_ROWS = 16.0
@@ -183,9 +184,8 @@ class DemandContext:
         self.memo: Memo = {} if memo is None else memo
         self.entries = 0
         self.recursive = plans.recursive
-        self.coarse = plans._coarse
-        self.calls = plans._calls
         self.indexes: dict[tuple[str, tuple[int, ...]], Any] = {}
+        self.lookups: dict[tuple[str, tuple[int, ...]], Lookup] = {}
         # tabling state for recursive virtual relations
         self.stack: list[tuple[str, tuple[int, ...], Key]] = []
         self.partial: list[dict[ir.Row, int]] = []
@@ -207,9 +207,17 @@ class DemandContext:
         k = (rel, cols)
         ix = self.indexes.get(k)
         if ix is None:
-            ix = self.indexes[k] = (VirtualIndex(self, rel, cols) if rel in self.virtual
+            ix = self.indexes[k] = (self.lookup_of(rel, cols) if rel in self.virtual
                                     else self.base_index(rel, cols))
         return ix
+
+    def lookup_of(self, rel: str, cols: tuple[int, ...]) -> Lookup:
+        """The :class:`Lookup` of virtual ``rel`` on ``cols`` (made once per context)."""
+        k = (rel, cols)
+        got = self.lookups.get(k)
+        if got is None:
+            got = self.lookups[k] = Lookup(self, rel, cols)
+        return got
 
     def lookup(self, rel: str, cols: tuple[int, ...], key: Key) -> Mapping[ir.Row, Any]:
         """Rows of ``rel`` whose ``cols`` equal ``key`` (any relation)."""
@@ -221,7 +229,34 @@ class DemandContext:
         return self.demand(rel, cols, key)
 
     def demand(self, rel: str, cols: tuple[int, ...], key: Key) -> dict[ir.Row, int]:
-        """Rows of virtual ``rel`` whose ``cols`` equal ``key``, tabled.
+        """Rows of virtual ``rel`` whose ``cols`` equal ``key`` (kept, or evaluated now)."""
+        lk = self.lookups.get((rel, cols))
+        if lk is None:
+            lk = self.lookup_of(rel, cols)
+        got = lk.table.get(key)
+        return got if got is not None else lk.answer(key)
+
+    def narrowed(self, lk: Lookup, key: Key) -> dict[ir.Row, int]:
+        """A lookup answered from a coarser one (:meth:`DemandPlans.coarse`)."""
+        coarse = lk.coarse
+        assert coarse is not None
+        sub = tuple(key[i] for i in coarse.take)
+        wide = self.demand(lk.rel, coarse.cols, sub)
+        rest = coarse.rest
+        if len(rest) == 1:
+            (c, i), = rest
+            v = key[i]
+            narrow = {row: r for row, r in wide.items() if row[c] == v}
+        else:
+            narrow = {row: r for row, r in wide.items()
+                      if all(row[c] == key[i] for c, i in rest)}
+        if sub in self.memo[lk.rel][coarse.cols]:  # complete (not in an unfinished cycle)
+            lk.table[key] = narrow
+            self.entries += 1
+        return narrow
+
+    def tabled(self, lk: Lookup, key: Key) -> dict[ir.Row, int]:
+        """Rows of a recursive virtual relation, tabled.
 
         Recursive virtual relations (the decision relation defined through itself) are
         handled like SLG tabling without negation in cycles (stratification rules it out), with
@@ -232,39 +267,7 @@ class DemandContext:
         until nothing in its cycle grew; the tables evaluated in that last round are then
         memoized as complete.
         """
-        table = self.memo.get(rel)
-        if table is None:
-            table = self.memo[rel] = {}
-        tk = (cols, key)
-        got = table.get(tk)
-        if got is not None:
-            return got
-        coarse = self.coarse.get((rel, cols), _UNKNOWN)
-        if coarse is _UNKNOWN:
-            coarse = self.plans.coarse(rel, cols)
-        if coarse is not None:
-            assert isinstance(coarse, Coarse)
-            sub = tuple(key[i] for i in coarse.take)
-            wide = self.demand(rel, coarse.cols, sub)
-            rest = coarse.rest
-            if len(rest) == 1:
-                (c, i), = rest
-                v = key[i]
-                narrow = {row: r for row, r in wide.items() if row[c] == v}
-            else:
-                narrow = {row: r for row, r in wide.items()
-                          if all(row[c] == key[i] for c, i in rest)}
-            if (coarse.cols, sub) in table:  # complete (not inside an unfinished cycle)
-                table[tk] = narrow
-                self.entries += 1
-            return narrow
-        if rel not in self.recursive:
-            # outside recursion no call can meet itself, and nothing it reads is partial
-            out: dict[ir.Row, int] = {}
-            self._evaluate(rel, cols, key, out)
-            table[tk] = out
-            self.entries += 1
-            return out
+        rel, cols = lk.rel, lk.cols
         mk = (rel, cols, key)
         pos = self.active.get(mk)
         if pos is not None:  # a recursive call: answers so far; the caller is incomplete
@@ -294,7 +297,7 @@ class DemandContext:
                 self.epochs[depth] = self.epoch
                 grown = self.growth
                 before = len(out)
-                self._evaluate(rel, cols, key, out)
+                lk.fill(key, out)
                 if len(out) > before:
                     self.growth += 1
                 if self.low[-1] < depth:  # inside a cycle led further down the stack
@@ -321,48 +324,34 @@ class DemandContext:
         for m in self.pending[mark:]:
             w = self.incomplete.pop(m, None)
             if w is not None and w[2] >= final:
-                self.memo[m[0]][(m[1], m[2])] = w[0]
+                self.memo[m[0]][m[1]][m[2]] = w[0]
                 self.entries += 1
         del self.pending[mark:]
         self.incomplete.pop(mk, None)
         self.recursive_hits.discard(depth)
-        table[tk] = out
+        lk.table[key] = out
         self.entries += 1
         return out
+
+    def table(self, rel: str, cols: tuple[int, ...]) -> dict[Key, Answer]:
+        """The complete answers of ``rel`` looked up on ``cols``, by key."""
+        tables = self.memo.get(rel)
+        if tables is None:
+            tables = self.memo[rel] = {}
+        got = tables.get(cols)
+        if got is None:
+            got = tables[cols] = {}
+        return got
+
+    def idle(self) -> bool:
+        """No evaluation under way (a read finished, normally or not)."""
+        return not (self.stack or self.pending or self.incomplete)
 
     def _hit(self, pos: int) -> None:
         """The running call reads the unfinished answers of the call at stack ``pos``."""
         self.recursive_hits.add(pos)
         if pos < self.low[-1]:
             self.low[-1] = pos
-
-    def _evaluate(self, rel: str, cols: tuple[int, ...], key: Key,
-                  out: dict[ir.Row, int]) -> None:
-        """Add the rows of ``rel`` matching ``key`` to ``out``, each with the index of the
-        first rule that derived it (:data:`STORED` for a stored row)."""
-        stored = self.full.get(rel)
-        if stored:  # base facts given for a virtual relation are stored like any others
-            if not cols:
-                out.update(dict.fromkeys(stored, STORED))
-            else:
-                k: Any = key[0] if len(key) == 1 else key
-                out.update(dict.fromkeys(self.base_index(rel, cols).get(k, ()), STORED))
-        point = len(cols) == self.arity[rel]  # a membership test: one row at most
-        got: dict[ir.Row, None] = {}
-        add = got.setdefault
-        d = self.calls.get((rel, cols))
-        if d is None:
-            d = self.calls[(rel, cols)] = self.plans.calls(rel, cols)
-        for rid, fn in d.rest if d.pos < 0 else d.by.get(key[d.pos], d.rest):
-            if point and out:
-                return
-            fn(self.F, None, self.index, add, key)
-            if got:
-                if out:
-                    out.update(dict.fromkeys(got.keys() - out.keys(), rid))
-                else:
-                    out.update(dict.fromkeys(got, rid))
-                got.clear()
 
 
 class _Relations(dict[str, Any]):
@@ -380,16 +369,22 @@ class _Relations(dict[str, Any]):
 
 
 class VirtualRelation:
-    """A virtual relation seen as a set of rows."""
+    """A virtual relation seen as a set of rows. Membership reads the complete answers kept
+    for the row first (no call into the context when there is one)."""
 
-    __slots__ = ("ctx", "rel")
+    __slots__ = ("ctx", "points", "rel")
 
     def __init__(self, ctx: DemandContext, rel: str) -> None:
         self.ctx, self.rel = ctx, rel
+        self.points = ctx.lookup_of(rel, _ALL[ctx.arity[rel]])
 
     def __contains__(self, row: object) -> bool:
         assert isinstance(row, tuple)
-        return bool(self.ctx.demand(self.rel, _ALL[len(row)], row))
+        points = self.points
+        got = points.table.get(row)
+        if got is None:
+            got = points.answer(row)
+        return bool(got)
 
     def __iter__(self) -> Iterator[ir.Row]:
         return iter(self.ctx.demand(self.rel, (), ()))
@@ -401,15 +396,59 @@ class VirtualRelation:
         return 0 if row in self else default
 
 
-class VirtualIndex:
-    """A virtual relation seen as a hash index on ``cols``."""
+class Lookup:
+    """One virtual relation looked up on one set of columns, in one context: its kept
+    answers, how a new key is answered (from a coarser lookup, tabled, or by running the
+    rules the key selects), and the face of a hash index (``get``) for generated code."""
 
-    __slots__ = ("cols", "ctx", "rel")
+    __slots__ = ("by", "coarse", "cols", "ctx", "point", "pos", "recursive", "rel", "rest",
+                 "single", "table")
 
     def __init__(self, ctx: DemandContext, rel: str, cols: tuple[int, ...]) -> None:
         self.ctx, self.rel, self.cols = ctx, rel, cols
+        self.single = len(cols) == 1
+        self.point = len(cols) == ctx.arity[rel]  # a membership test: one row at most
+        self.table = ctx.table(rel, cols)
+        self.coarse = ctx.plans.coarse(rel, cols)
+        self.recursive = rel in ctx.recursive
+        d = ctx.plans.calls(rel, cols)
+        self.pos, self.by, self.rest = d.pos, d.by, d.rest
 
     def get(self, k: Any, default: Any = None) -> Any:
-        key = (k,) if len(self.cols) == 1 else k
-        rows = self.ctx.demand(self.rel, self.cols, key)
+        key = (k,) if self.single else k
+        rows = self.table.get(key)
+        if rows is None:
+            rows = self.answer(key)
         return rows if rows else default
+
+    def answer(self, key: Key) -> dict[ir.Row, int]:
+        """The rows for a key with no kept answer."""
+        if self.coarse is not None:
+            return self.ctx.narrowed(self, key)
+        if self.recursive:
+            return self.ctx.tabled(self, key)
+        # outside recursion no call can meet itself, and nothing it reads is partial
+        out: dict[ir.Row, int] = {}
+        self.fill(key, out)
+        self.table[key] = out
+        self.ctx.entries += 1
+        return out
+
+    def fill(self, key: Key, out: dict[ir.Row, int]) -> None:
+        """Add the rows matching ``key`` to ``out``, each with the index of the first rule
+        that derived it (:data:`STORED` for a stored row)."""
+        ctx = self.ctx
+        stored = ctx.full.get(self.rel)
+        if stored:  # base facts given for a virtual relation are stored like any others
+            if not self.cols:
+                out.update(dict.fromkeys(stored, STORED))
+            else:
+                k: Any = key[0] if self.single else key
+                out.update(dict.fromkeys(ctx.base_index(self.rel, self.cols).get(k, ()),
+                                         STORED))
+        add = out.setdefault  # the generated functions pass their rule's index
+        F, index, point = ctx.F, ctx.index, self.point
+        for _, fn in self.rest if self.pos < 0 else self.by.get(key[self.pos], self.rest):
+            if point and out:
+                return
+            fn(F, None, index, add, key)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -315,7 +315,9 @@ class Prover:
             if got is None:
                 return Proof(text, "absent", rel=rel, row=row)
             level = got
-        best: tuple[int, ir.Rule, dict[str, ir.Value]] | None = None
+        # the lowest instance; among equally low ones the first rule's, then the smallest
+        # binding (the order rows are stored in is not part of the answer)
+        best: tuple[tuple[int, tuple[Any, ...]], ir.Rule, dict[str, ir.Value]] | None = None
         for rule in self.program.rules_for(rel):
             binding = unify(rule.head, row)
             if binding is None:
@@ -324,11 +326,11 @@ class Prover:
             for env in solve(plan, self.ctx.F, None, self.ctx.index, binding):
                 top = max((self._level(a, env) for a in rule.body if isinstance(a, ir.Atom)),
                           default=-1)
-                if top < level and (best is None or top < best[0]):
-                    best = (top, rule, env)
-                    if top <= 0:
-                        break
-            if best is not None and best[0] <= 0:
+                if top < level:
+                    rank = (top, value_order(env[k] for k in sorted(env)))
+                    if best is None or rank < best[0]:
+                        best = (rank, rule, env)
+            if best is not None and best[0][0] <= 0:
                 break
         if best is None:  # cannot happen for a row the evaluator derived
             return Proof(text, "truncated", rel=rel, row=row)
@@ -548,7 +550,7 @@ class WhyNot:
         if len(cols) == len(terms):
             row: ir.Row = key
         else:
-            row = next(iter(self.ctx.lookup(atom.rel, cols, key)))
+            row = min(self.ctx.lookup(atom.rel, cols, key), key=value_order)
         node = self._node(f"not {_show_open_atom(atom.rel, terms)}", "blocked")
         node.children.append(self.prover.prove(atom.rel, row))
         return node
@@ -699,7 +701,7 @@ class WhyNot:
                         break
             rest.discard(j)
             matched = False
-            for row in rows:
+            for row in sorted(rows, key=value_order) if len(rows) > 1 else rows:
                 env2 = dict(env)
                 ok = True
                 for c, t in enumerate(lit.args):
@@ -723,6 +725,11 @@ class WhyNot:
                 f"why-not: the body of `{e}` holds, yet its head does not") from None
         assert best, "why-not: the search found no binding"
         return best[0]
+
+
+def value_order(values: Iterable[ir.Value]) -> tuple[tuple[bool, Any], ...]:
+    """A sort key for rows and bindings: integers before strings, then natural order."""
+    return tuple((isinstance(v, str), v) for v in values)
 
 
 def _unify_pattern(

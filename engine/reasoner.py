@@ -255,6 +255,7 @@ class Reasoner:
                         dels.setdefault(rel, set()).add(row)
             if not ins and not dels:
                 return Changes({}, self.program.derived)
+            self._last = None  # the next read makes a new view
             for rel, gone in dels.items():
                 spans = self._spans.get(rel)
                 if spans:
@@ -348,26 +349,34 @@ class Reasoner:
             return self._db
 
     def _context(self) -> DemandContext:
-        """A read's view: materialized relations, and virtual ones evaluated on demand."""
+        """A read's view: materialized relations, and virtual ones evaluated on demand. The
+        previous read's view is used again (with the views of relations and indexes it made)
+        while nothing changed: no transaction, no new plans, no answers dropped."""
         db = self._database()
-        self._replan(db)
-        if self._last is not None:
-            self._memo_entries += self._last.entries
+        replanned = self._replan(db)
+        last = self._last
+        if last is not None:
+            self._memo_entries += last.entries
+            last.entries = 0
             if self._memo_entries > MEMO_LIMIT:
                 self._forget()
+            elif not replanned and last.full is db.full and last.idle():
+                return last
         ctx = self._last = DemandContext(self.program, self._plans, db.full, db.index,
                                          self._memo)
         return ctx
 
-    def _replan(self, db: Database) -> None:
+    def _replan(self, db: Database) -> bool:
         """Order goal-directed plans by the database's statistics (engine/stats.py), again
-        whenever the stored rows have grown or shrunk by a factor of two since."""
+        whenever the stored rows have grown or shrunk by a factor of two since. True when
+        it planned anew."""
         n = db.rows
         last = self._planned_for
         if last is not None and (n <= 2 * last + REPLAN_SLACK and last <= 2 * n + REPLAN_SLACK):
-            return
+            return False
         self._plans.use(Statistics(self.program, db.full))
         self._planned_for = n
+        return True
 
     @contextmanager
     def _read(self) -> Iterator[None]:

@@ -592,32 +592,28 @@ def profile(args: argparse.Namespace) -> None:
     sampler = gw.Sampler(w, seed=args.seed + 5)
     checks = sampler.many(args.profile_checks, "load_table")
 
-    # demand calls per check, by (relation, bound columns)
+    # goal-directed evaluations per check (lookups without a kept answer), by (relation,
+    # bound columns); kept answers are read by the lookups directly (not counted)
     calls: Counter[tuple[str, tuple[int, ...]]] = Counter()
-    memo_hits = Counter[str]()
-    orig_demand = dm.DemandContext.demand
+    orig_answer = dm.Lookup.answer
 
-    def counting(self: Any, rel: str, cols: tuple[int, ...], key: Any) -> Any:
-        if key in self.memo.get(rel, {}).get(cols, ()):
-            memo_hits[rel] += 1
-        else:
-            calls[(rel, cols)] += 1
-        return orig_demand(self, rel, cols, key)
+    def counting(self: Any, key: Any) -> Any:
+        calls[(self.rel, self.cols)] += 1
+        return orig_answer(self, key)
 
-    dm.DemandContext.demand = counting  # type: ignore[method-assign]
+    dm.Lookup.answer = counting  # type: ignore[method-assign]
     n = min(50, len(checks))
     rel = program.decision
     try:
         for q in checks[:n]:
             _ = q in r.view().F[rel]
     finally:
-        dm.DemandContext.demand = orig_demand  # type: ignore[method-assign]
-    print(f"\n== demand evaluations per load_table decision (mean over {n} checks; the proof "
-          "check() builds for Decision.reasons not included)")
+        dm.Lookup.answer = orig_answer  # type: ignore[method-assign]
+    print(f"\n== goal-directed evaluations per load_table decision (mean over {n} checks; the "
+          "proof check() builds for Decision.reasons not included)")
     for (rel_, cols), c in calls.most_common(30):
         print(f"  {c / n:9.1f}  {rel_}{list(cols)}")
-    print(f"  total {sum(calls.values()) / n:.1f} evaluations, "
-          f"{sum(memo_hits.values()) / n:.1f} memo hits per decision")
+    print(f"  total {sum(calls.values()) / n:.1f} evaluations per decision")
 
     try:  # the join orders demand evaluation used (engine internals: best effort)
         from grantlog.engine.plan import plan_bound

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import ir
 from .codegen import RunFn, compile_plan
-from .plan import plan_bound
-from .stats import Statistics
+from .plan import is_anon, plan_bound
+from .stats import EXHAUSTIVE, Statistics
 
 Key = tuple[ir.Value, ...]
 #: the matching rows of one lookup, each with the index of its deriving rule
@@ -58,6 +58,8 @@ class DemandPlans:
                                    for r in st.relations)
         self._coarse: dict[tuple[str, tuple[int, ...]], Coarse | None] = {}
         self._calls: dict[tuple[str, tuple[int, ...]], Dispatch] = {}
+        #: views unfolded into the plans made since :meth:`use` (see :meth:`unfold`)
+        self.unfolded: set[str] = set()
 
     def use(self, stats: Statistics | None) -> None:
         """Plan from these statistics from now on (forgetting the plans made before)."""
@@ -65,6 +67,7 @@ class DemandPlans:
         self.cache = {}
         self._coarse = {}
         self._calls = {}
+        self.unfolded = set()
 
     def coarse(self, rel: str, cols: tuple[int, ...]) -> Coarse | None:
         """Answer a lookup on ``cols`` from a lookup on fewer columns, when that one is small
@@ -121,19 +124,60 @@ class DemandPlans:
         return got
 
     def keyed_fn(self, rule: ir.Rule, key: tuple[ir.Term, ...]) -> RunFn:
-        """``rule`` compiled for a lookup whose key is ``key`` (the head's terms there)."""
+        """``rule`` compiled for a lookup whose key is ``key`` (the head's terms there), with
+        the views it reads unfolded where that is safe (:meth:`unfold`)."""
         bound = frozenset(t.name for t in key if isinstance(t, ir.Var))
         k = (rule.index, bound, key)
         f = self.cache.get(k)
         if f is None:
-            order = self.order(rule, bound)
-            ck = (rule.index, bound, order, key)
+            flat = self.unfold(rule)
+            order = self.order(flat, bound)
+            ck = (rule.index, bound, order, key, flat.body)
             f = self.compiled.get(ck)
             if f is None:
                 f = self.compiled[ck] = compile_plan(
-                    plan_bound(rule, set(bound), self.program.virtual, order), key)
+                    plan_bound(flat, set(bound), self.program.virtual, order), key)
             self.cache[k] = f
         return f
+
+    def unfold(self, rule: ir.Rule) -> ir.Rule:
+        """``rule`` with each positive body atom of a view replaced by the view's body, while
+        the body keeps at most :data:`~engine.stats.EXHAUSTIVE` positive atoms (so statistics
+        still order it exhaustively). A view here: virtual, not recursive, defined by one rule
+        whose head has distinct variables, and with no stored rows (:attr:`unfolded` lists
+        the views unfolded, so that storing rows in one of them re-plans). The unfolded rule
+        keeps its index: its answers are recorded as the original rule's. Without statistics,
+        rules are not unfolded."""
+        if self.stats is None:
+            return rule
+        body = list(rule.body)
+        n = 0
+        while True:
+            atoms = sum(isinstance(lit, ir.Atom) for lit in body)
+            for i, lit in enumerate(body):
+                if not isinstance(lit, ir.Atom) or lit.rel == rule.head.rel:
+                    continue
+                view = self._view(lit.rel)
+                if view is None or atoms - 1 + sum(
+                        isinstance(v, ir.Atom) for v in view.body) > EXHAUSTIVE:
+                    continue
+                n += 1
+                self.unfolded.add(lit.rel)
+                body[i:i + 1] = _instantiate(view, lit, f"~{n}")
+                break
+            else:
+                break
+        return rule if n == 0 else replace(rule, body=tuple(body))
+
+    def _view(self, rel: str) -> ir.Rule | None:
+        """The one rule of ``rel`` when ``rel`` can be unfolded (see :meth:`unfold`)."""
+        rules = self.rules.get(rel, ())
+        if (len(rules) != 1 or rel not in self.program.virtual or rel in self.recursive
+                or self.stats is None or self.stats.size(rel)):
+            return None
+        head = rules[0].head.args
+        names = [t.name for t in head if isinstance(t, ir.Var) and not is_anon(t)]
+        return rules[0] if len(names) == len(head) == len(set(names)) else None
 
     def fn(self, rule: ir.Rule, bound: frozenset[str]) -> RunFn:
         k = (rule.index, bound)
@@ -147,6 +191,30 @@ class DemandPlans:
                     plan_bound(rule, set(bound), self.program.virtual, order))
             self.cache[k] = f
         return f
+
+
+def _instantiate(view: ir.Rule, atom: ir.Atom, suffix: str) -> list[ir.Lit]:
+    """The body of ``view`` for ``atom``: head variables replaced by the atom's arguments
+    (an anonymous argument by a fresh variable, as the body may use it more than once), the
+    body's own variables renamed apart with ``suffix`` (anonymous ones stay anonymous)."""
+    sub: dict[str, ir.Term] = {}
+    for h, t in zip(view.head.args, atom.args, strict=True):
+        assert isinstance(h, ir.Var)
+        sub[h.name] = ir.Var(f"{h.name}{suffix}") if is_anon(t) else t
+
+    def term(t: ir.Term) -> ir.Term:
+        if isinstance(t, ir.Const):
+            return t
+        return sub.get(t.name) or ir.Var(f"{t.name}{suffix}")
+
+    def lit(x: ir.Lit) -> ir.Lit:
+        if isinstance(x, ir.Atom):
+            return ir.Atom(x.rel, tuple(term(t) for t in x.args))
+        if isinstance(x, ir.Neg):
+            return ir.Neg(ir.Atom(x.atom.rel, tuple(term(t) for t in x.atom.args)))
+        return ir.Cmp(x.op, term(x.left), term(x.right))
+
+    return [lit(x) for x in view.body]
 
 
 @dataclass(frozen=True)

@@ -256,6 +256,8 @@ class Reasoner:
             if not ins and not dels:
                 return Changes({}, self.program.derived)
             self._last = None  # the next read makes a new view
+            if not self._plans.unfolded.isdisjoint(ins.keys() | dels.keys()):
+                self._planned_for = None  # rows stored in a view the plans unfolded: re-plan
             for rel, gone in dels.items():
                 spans = self._spans.get(rel)
                 if spans:

@@ -152,7 +152,9 @@ def test_demo_policy_tests_pass() -> None:
 
 def test_views_nested_too_deep_give_a_diagnostic_not_a_recursion_error() -> None:
     n = 400
-    chain = "\n".join(f"r{i + 1}(X) :- r{i}(X)." for i in range(1, n))
+    # two rules per view, so that goal-directed plans cannot unfold the chain
+    chain = "\n".join(f"r{i + 1}(X) :- r{i}(X).\nr{i + 1}(X) :- r{i}(X), X = 0."
+                      for i in range(1, n))
     text = f"b(1).\nr1(X) :- b(X).\n{chain}\n"
     r = grantlog.Reasoner(grantlog.compile(text))
     with pytest.raises(grantlog.GrantlogError) as info:
@@ -161,6 +163,14 @@ def test_views_nested_too_deep_give_a_diagnostic_not_a_recursion_error() -> None
     # the advice works: a materialized link in the middle halves the depth
     fixed = grantlog.compile(f"@materialize rel r200(x: int).\n{text}")
     assert grantlog.Reasoner(fixed).ask(f"r{n}(1)")
+
+
+def test_a_long_chain_of_one_rule_views_is_unfolded() -> None:
+    n = 400
+    chain = "\n".join(f"r{i + 1}(X) :- r{i}(X)." for i in range(1, n))
+    r = grantlog.Reasoner(grantlog.compile(f"b(1).\nr1(X) :- b(X).\n{chain}\n"))
+    assert r.ask(f"r{n}(1)") and not r.ask(f"r{n}(2)")
+    assert len(r._plans.unfolded) == n - 1
 
 
 def test_backend_names_are_checked() -> None:

@@ -56,10 +56,17 @@ class DemandPlans:
         self.arity = {n: r.arity for n, r in program.relations.items()}
         self.recursive = frozenset(r for st in program.strata if st.recursive
                                    for r in st.relations)
+        #: the relations of each recursive relation's strongly connected component
+        self.scc = {r: frozenset(st.relations) for st in program.strata if st.recursive
+                    for r in st.relations}
+        self._reach: dict[str, frozenset[str]] = {}
         self._coarse: dict[tuple[str, tuple[int, ...]], Coarse | None] = {}
         self._calls: dict[tuple[str, tuple[int, ...]], Dispatch] = {}
         #: views unfolded into the plans made since :meth:`use` (see :meth:`unfold`)
         self.unfolded: set[str] = set()
+        self._orders: dict[tuple[int, frozenset[str]],
+                           tuple[tuple[ir.Lit, ...], tuple[int, ...]]] = {}
+        self._flat: dict[int, tuple[ir.Rule, ir.Rule]] = {}
 
     def use(self, stats: Statistics | None) -> None:
         """Plan from these statistics from now on (forgetting the plans made before)."""
@@ -68,6 +75,8 @@ class DemandPlans:
         self._coarse = {}
         self._calls = {}
         self.unfolded = set()
+        self._orders = {}
+        self._flat = {}
 
     def coarse(self, rel: str, cols: tuple[int, ...]) -> Coarse | None:
         """Answer a lookup on ``cols`` from a lookup on fewer columns, when that one is small
@@ -94,7 +103,15 @@ class DemandPlans:
         return best
 
     def order(self, rule: ir.Rule, bound: frozenset[str]) -> tuple[int, ...] | None:
-        return None if self.stats is None else tuple(self.stats.order(rule.body, set(bound)))
+        """The atom order statistics choose for ``rule``'s body (kept per rule body and
+        bound variables until :meth:`use`)."""
+        if self.stats is None:
+            return None
+        k = (id(rule.body), bound)  # bodies hash slowly; the kept body makes the id safe
+        got = self._orders.get(k)
+        if got is None or got[0] is not rule.body:
+            got = self._orders[k] = (rule.body, tuple(self.stats.order(rule.body, set(bound))))
+        return got[1]
 
     def calls(self, rel: str, cols: tuple[int, ...]) -> Dispatch:
         """How to evaluate ``rel`` looked up on ``cols``: its rules, each compiled to take the
@@ -119,9 +136,42 @@ class DemandPlans:
                                if isinstance(t, ir.Var) or t.value == v)
                       for v in values}
                 rest = tuple(f for f, t in zip(fns, at, strict=True) if isinstance(t, ir.Var))
-                got = Dispatch(pos, by, rest)
+                cyclic = {rule.index for rule, _ in rules if self.cyclic(rule)}
+                plain = frozenset(v for v, fs in by.items()
+                                  if not any(rid in cyclic for rid, _ in fs))
+                got = Dispatch(pos, by, rest, plain)
             self._calls[k] = got
         return got
+
+    def reaches(self, rel: str) -> frozenset[str]:
+        """The relations ``rel`` depends on, directly or not (through any rule)."""
+        got = self._reach.get(rel)
+        if got is None:
+            seen: set[str] = set()
+            stack = [rel]
+            while stack:
+                for rule in self.rules.get(stack.pop(), ()):
+                    for lit in rule.body:
+                        a = lit.atom if isinstance(lit, ir.Neg) else lit
+                        if isinstance(a, ir.Atom) and a.rel not in seen:
+                            seen.add(a.rel)
+                            stack.append(a.rel)
+            got = self._reach[rel] = frozenset(seen)
+        return got
+
+    def cyclic(self, rule: ir.Rule) -> bool:
+        """Whether ``rule`` reads its head's component (can recurse). A rule that does not,
+        even in a recursive relation (one operation's rule among many of a decision relation
+        defined partly through itself), needs no tabling."""
+        scc = self.scc.get(rule.head.rel)
+        if scc is None:
+            return False
+        for lit in rule.body:
+            a = lit.atom if isinstance(lit, ir.Neg) else lit
+            if isinstance(a, ir.Atom) and (a.rel in scc or not scc.isdisjoint(
+                    self.reaches(a.rel))):
+                return True
+        return False
 
     def keyed_fn(self, rule: ir.Rule, key: tuple[ir.Term, ...]) -> RunFn:
         """``rule`` compiled for a lookup whose key is ``key`` (the head's terms there), with
@@ -150,6 +200,9 @@ class DemandPlans:
         rules are not unfolded."""
         if self.stats is None:
             return rule
+        kept = self._flat.get(id(rule))
+        if kept is not None and kept[0] is rule:
+            return kept[1]
         body = list(rule.body)
         n = 0
         while True:
@@ -167,7 +220,9 @@ class DemandPlans:
                 break
             else:
                 break
-        return rule if n == 0 else replace(rule, body=tuple(body))
+        flat = rule if n == 0 else replace(rule, body=tuple(body))
+        self._flat[id(rule)] = (rule, flat)
+        return flat
 
     def _view(self, rel: str) -> ir.Rule | None:
         """The one rule of ``rel`` when ``rel`` can be unfolded (see :meth:`unfold`)."""
@@ -224,6 +279,9 @@ class Dispatch:
     pos: int  # the key position whose value selects the rules, or -1: all rules, always
     by: dict[ir.Value, tuple[Call, ...]]  # per value there: the rules whose head may match it
     rest: tuple[Call, ...]  # the rules with a variable there (all of them when ``pos`` is -1)
+    #: the values there whose rules cannot recurse (:meth:`DemandPlans.cyclic`): a lookup
+    #: with one of them needs no tabling even in a recursive relation
+    plain: frozenset[ir.Value] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -469,8 +527,8 @@ class Lookup:
     answers, how a new key is answered (from a coarser lookup, tabled, or by running the
     rules the key selects), and the face of a hash index (``get``) for generated code."""
 
-    __slots__ = ("by", "coarse", "cols", "ctx", "point", "pos", "recursive", "rel", "rest",
-                 "single", "table")
+    __slots__ = ("by", "coarse", "cols", "ctx", "plain", "point", "pos", "recursive", "rel",
+                 "rest", "single", "table")
 
     def __init__(self, ctx: DemandContext, rel: str, cols: tuple[int, ...]) -> None:
         self.ctx, self.rel, self.cols = ctx, rel, cols
@@ -480,7 +538,7 @@ class Lookup:
         self.coarse = ctx.plans.coarse(rel, cols)
         self.recursive = rel in ctx.recursive
         d = ctx.plans.calls(rel, cols)
-        self.pos, self.by, self.rest = d.pos, d.by, d.rest
+        self.pos, self.by, self.rest, self.plain = d.pos, d.by, d.rest, d.plain
 
     def get(self, k: Any, default: Any = None) -> Any:
         key = (k,) if self.single else k
@@ -493,7 +551,7 @@ class Lookup:
         """The rows for a key with no kept answer."""
         if self.coarse is not None:
             return self.ctx.narrowed(self, key)
-        if self.recursive:
+        if self.recursive and not (self.plain and key[self.pos] in self.plain):
             return self.ctx.tabled(self, key)
         # outside recursion no call can meet itself, and nothing it reads is partial
         out: dict[ir.Row, int] = {}

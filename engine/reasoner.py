@@ -41,6 +41,22 @@ BULK_RATIO = 4
 
 
 @dataclass(frozen=True)
+class _ReasonPlan:
+    """How :meth:`Reasoner._decide` reads the premises of one deciding rule."""
+
+    names: tuple[str, ...]  # the body's named variables, as the premise function emits them
+    head: tuple[tuple[int, str], ...]  # (column, variable) of the head's variables
+    fn: RunFn  # the body (views unfolded) with the head's variables bound
+    #: per body atom of a derived relation: (relation, columns, terms there, its one rule
+    #: when it is an unfolded view)
+    premises: tuple[tuple[str, tuple[int, ...], tuple[ir.Term, ...], ir.Rule | None], ...]
+
+
+class _Found(Exception):
+    """Stops a premise search at its first instance (:meth:`Reasoner._premises`)."""
+
+
+@dataclass(frozen=True)
 class Decision:
     """The answer to ``check``: allowed or not, and the rules that decided it."""
 
@@ -163,7 +179,7 @@ class Reasoner:
         self._db: Database | None = None
         self._lock = threading.RLock()
         self._goals: dict[str, _Goal] = {}
-        self._premise_fns: dict[int, RunFn] = {}
+        self._reason_plans: dict[int, _ReasonPlan] = {}
         self.stats: EvalStats | None = None
 
     # -- updates ------------------------------------------------------------------------------
@@ -378,6 +394,7 @@ class Reasoner:
             return False
         self._plans.use(Statistics(self.program, db.full))
         self._planned_for = n
+        self._reason_plans.clear()  # made from the previous plans' unfolded bodies
         return True
 
     @contextmanager
@@ -486,44 +503,60 @@ class Reasoner:
             rule = self._deriving_rule(ctx, rel, row)
         if rule is None:  # a base fact of the decision relation
             return Decision(True, ())
+        plan = self._reason_plans.get(rule.index)
+        if plan is None:
+            plan = self._reason_plans[rule.index] = self._reason_plan(rule)
         reasons = [rule.name]
-        env = self._premises(ctx, rule, row)
+        env = self._premises(ctx, plan, row)
+        for prel, cols, terms, fixed in plan.premises:
+            if fixed is not None:  # a view with one rule and no stored rows
+                sub: ir.Rule | None = fixed
+            else:
+                key = tuple(t.value if isinstance(t, ir.Const) else env[t.name] for t in terms)
+                sub = self._rule_of(ctx, prel, cols, key)
+            if sub is not None and sub.name not in reasons:
+                reasons.append(sub.name)
+        return Decision(True, tuple(reasons))
+
+    def _reason_plan(self, rule: ir.Rule) -> _ReasonPlan:
+        """What :meth:`_decide` needs of a deciding rule, computed once per plans."""
+        names = tuple(sorted({t.name for lit in rule.body for t in _atom_args(lit)
+                              if isinstance(t, ir.Var) and not t.name.startswith("_?")}))
+        head = tuple((i, t.name) for i, t in enumerate(rule.head.args) if isinstance(t, ir.Var))
+        bound = frozenset(n for _, n in head if n in names)
+        # the body as the decision ran it: views unfolded (their answers are not kept, their
+        # lookups' are), in statistics' order
+        flat = self._plans.unfold(rule)
+        order = self._plans.order(flat, bound)
+        probe = ir.Rule(rule.index, rule.name, ir.Atom("<premises>", tuple(map(ir.Var, names))),
+                        flat.body)
+        fn = compile_plan(plan_bound(probe, set(bound), self.program.virtual, order))
+        premises = []
         for lit in rule.body:
             if not isinstance(lit, ir.Atom) or lit.rel not in self._plans.rules:
                 continue
             cols = tuple(c for c, t in enumerate(lit.args)
                          if isinstance(t, ir.Const) or not t.name.startswith("_?"))
-            key = tuple(t.value if isinstance(t, ir.Const) else env[t.name]
-                        for t in (lit.args[c] for c in cols))
-            sub = self._rule_of(ctx, lit.rel, cols, key)
-            if sub is not None and sub.name not in reasons:
-                reasons.append(sub.name)
-        return Decision(True, tuple(reasons))
+            fixed = (self._plans.rules[lit.rel][0] if lit.rel in self._plans.unfolded
+                     else None)
+            premises.append((lit.rel, cols, tuple(lit.args[c] for c in cols), fixed))
+        return _ReasonPlan(names, head, fn, tuple(premises))
 
-    def _premises(self, ctx: DemandContext, rule: ir.Rule, row: ir.Row) -> dict[str, ir.Value]:
-        """The first binding of ``rule``'s named body variables with its head equal to ``row``."""
-        names = sorted({t.name for lit in rule.body for t in _atom_args(lit)
-                        if isinstance(t, ir.Var) and not t.name.startswith("_?")})
-        env: dict[str, ir.Value] = {}
-        for t, v in zip(rule.head.args, row, strict=True):
-            if isinstance(t, ir.Var):
-                env[t.name] = v
-        fn = self._premise_fns.get(rule.index)
-        if fn is None:
-            head = ir.Atom("<premises>", tuple(ir.Var(n) for n in names))
-            bound = {n for n in env if n in names}
-            probe = ir.Rule(rule.index, rule.name, head, rule.body)
-            fn = self._premise_fns[rule.index] = compile_plan(
-                plan_bound(probe, bound, self.program.virtual))
+    def _premises(self, ctx: DemandContext, plan: _ReasonPlan,
+                  row: ir.Row) -> dict[str, ir.Value]:
+        """The first binding of the rule's named body variables with its head equal to
+        ``row``."""
+        env = {n: row[i] for i, n in plan.head}
         first: list[ir.Row] = []
 
         def take(r: ir.Row) -> None:
-            if not first:
-                first.append(r)
+            first.append(r)
+            raise _Found  # the first instance is enough: stop the loops
 
-        fn(ctx.F, None, ctx.index, take, env)
-        if first:
-            env.update(zip(names, first[0], strict=True))
+        try:
+            plan.fn(ctx.F, None, ctx.index, take, env)
+        except _Found:
+            env.update(zip(plan.names, first[0], strict=True))
         return env
 
     def _rule_of(self, ctx: DemandContext, rel: str, cols: tuple[int, ...],

@@ -168,3 +168,29 @@ def test_unfolding_renames_apart_and_keeps_anonymous_arguments_joined() -> None:
     member, enabled = atoms[0], atoms[1]
     assert member.args[0] == ir.Var("U") and member.args[1] == enabled.args[0]
     assert isinstance(member.args[1], ir.Var) and "~" in member.args[1].name
+
+
+RECURSIVE = """
+rel grant(user, op, obj).
+rel parent(child, obj).
+allowed(U, read, O) :- grant(U, read, O).
+allowed(U, read, O) :- parent(O, A), allowed(U, read, A).
+allowed(U, write, O) :- grant(U, write, O).
+allowed(U, admin, O) :- allowed(U, write, O), allowed(U, read, O).
+grant(u1, read, a). grant(u1, write, b). grant(u2, write, c). grant(u2, read, a).
+parent(b, a). parent(c, b). parent(a, c).
+"""
+
+
+def test_rules_that_cannot_recurse_skip_tabling_in_a_recursive_relation() -> None:
+    """`allowed` is recursive (read inherits, admin reads allowed), but a `write` lookup
+    runs one rule that reads no part of the cycle: it is answered without tabling."""
+    p = grantlog.compile(RECURSIVE)
+    p.virtual = frozenset(p.derived)
+    p.compiled.clear()
+    d = DemandPlans(p).calls("allowed", (0, 1, 2))
+    assert d.plain == frozenset({"write"})
+    r = grantlog.Reasoner(p)
+    full = grantlog.Reasoner(grantlog.compile(RECURSIVE))
+    for q in itertools.product(["u1", "u2", "u3"], ["read", "write", "admin"], "abcd"):
+        assert bool(r.check(*q)) == bool(full.check(*q)), q

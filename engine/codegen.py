@@ -9,7 +9,7 @@ Each plan becomes one generated function ``run(F, D, I, O, B)`` of nested loops:
 * ``O(row)`` — where head rows go; ``B`` — values of pre-bound variables: a dict by name, or,
   for a function compiled for a lookup (``key``: the head's terms at the looked-up columns), the
   lookup's key tuple, whose constants and repeated variables the function checks itself; such
-  a function calls ``O(row, rule index)``.
+  a function calls ``O(row, rule index)`` and reads indexes as ``I[(rel, cols)]`` (a mapping).
 
 The rule is written as a comment above the loops. Plans nested deeper than Python allows (more
 than ``MAX_LOOPS`` scans, or code Python refuses to compile) fall back to :func:`interpret`,
@@ -106,7 +106,10 @@ class _Gen:
         if k not in self.indexes:
             name = f"ix{len(self.indexes)}"
             self.indexes[k] = name
-            self.setup.append(f"{name} = I({rel!r}, {cols!r})")
+            if self.lookup is None:
+                self.setup.append(f"{name} = I({rel!r}, {cols!r})")
+            else:  # a lookup's function reads the indexes from a mapping (one C-level get)
+                self.setup.append(f"{name} = I[({rel!r}, {cols!r})]")
         return self.indexes[k]
 
     def emit(self, line: str) -> None:
@@ -244,7 +247,7 @@ def _interpreted(plan: RulePlan, key: tuple[ir.Term, ...] | None) -> RunFn:
     def run(F: Any, D: Any, I: Any, O: Any, B: Any) -> None:
         env = key_binding(k, B)
         if env is not None:
-            for row in _rows(plan, F, D, I, env):
+            for row in _rows(plan, F, D, lambda rel, cols: I[(rel, cols)], env):
                 O(row, rid)
     return run
 

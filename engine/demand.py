@@ -310,7 +310,9 @@ class DemandContext:
         self.memo: Memo = {} if memo is None else memo
         self.entries = 0
         self.recursive = plans.recursive
-        self.indexes: dict[tuple[str, tuple[int, ...]], Any] = {}
+        #: the index of a relation on columns, by (relation, columns): what functions
+        #: compiled for lookups read (``I[(rel, cols)]``)
+        self.indexes = _Indexes(self)
         self.lookups: dict[tuple[str, tuple[int, ...]], Lookup] = {}
         # tabling state for recursive virtual relations
         self.stack: list[tuple[str, tuple[int, ...], Key]] = []
@@ -330,12 +332,7 @@ class DemandContext:
         self.F = _Relations(self)
 
     def index(self, rel: str, cols: tuple[int, ...]) -> Any:
-        k = (rel, cols)
-        ix = self.indexes.get(k)
-        if ix is None:
-            ix = self.indexes[k] = (self.lookup_of(rel, cols) if rel in self.virtual
-                                    else self.base_index(rel, cols))
-        return ix
+        return self.indexes[(rel, cols)]
 
     def lookup_of(self, rel: str, cols: tuple[int, ...]) -> Lookup:
         """The :class:`Lookup` of virtual ``rel`` on ``cols`` (made once per context)."""
@@ -480,6 +477,21 @@ class DemandContext:
             self.low[-1] = pos
 
 
+class _Indexes(dict[tuple[str, tuple[int, ...]], Any]):
+    """``I`` for functions compiled for lookups: stored indexes, and :class:`Lookup` objects
+    for virtual relations (each made at its first use in the read)."""
+
+    def __init__(self, ctx: DemandContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+
+    def __missing__(self, k: tuple[str, tuple[int, ...]]) -> Any:
+        rel, cols = k
+        got = self[k] = (self.ctx.lookup_of(rel, cols) if rel in self.ctx.virtual
+                         else self.ctx.base_index(rel, cols))
+        return got
+
+
 class _Relations(dict[str, Any]):
     """``F`` for generated code: dicts for materialized relations, views for virtual ones
     (each made at its first use in the read)."""
@@ -573,7 +585,7 @@ class Lookup:
                 out.update(dict.fromkeys(ctx.base_index(self.rel, self.cols).get(k, ()),
                                          STORED))
         add = out.setdefault  # the generated functions pass their rule's index
-        F, index, point = ctx.F, ctx.index, self.point
+        F, index, point = ctx.F, ctx.indexes, self.point
         for _, fn in self.rest if self.pos < 0 else self.by.get(key[self.pos], self.rest):
             if point and out:
                 return

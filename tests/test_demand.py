@@ -85,8 +85,8 @@ def test_keyed_functions_check_constants_and_repeated_variables() -> None:
         for key in itertools.product(_values(), repeat=len(cols)):
             got: dict[ir.Row, int] = {}
             want: dict[ir.Row, int] = {}
-            fn(db.F, None, db.index, got.setdefault, key)
-            slow(db.F, None, db.index, want.setdefault, key)
+            fn(db.F, None, db.indexes, got.setdefault, key)
+            slow(db.F, None, db.indexes, want.setdefault, key)
             assert got == want, (rule.name, key)
             assert set(got.values()) <= {rule.index}
             if got:

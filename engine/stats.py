@@ -68,6 +68,7 @@ class Statistics:
             self.rules.setdefault(r.head.rel, []).append(r)
         self._distinct: dict[tuple[str, int], int] = {}
         self._weighted: dict[tuple[str, tuple[int, ...]], float] = {}
+        self._samples: dict[str, list[ir.Row]] = {}
         self._virtual: dict[tuple[str, tuple[int, ...]], Estimate] = {}
         self._active: set[tuple[str, tuple[int, ...]]] = set()
 
@@ -76,12 +77,35 @@ class Statistics:
         return len(rows) if rows else 0
 
     def distinct(self, rel: str, col: int) -> int:
+        """Distinct values in a column: exact up to :data:`SAMPLE` rows; beyond, estimated
+        from a sample of that many: scaled to the relation's size when nearly every sampled
+        value is seen once (a key-like column), else the GEE estimate (√(n/s)·f₁ + the values
+        seen more than once), which does not scale the values a sample already saturates
+        (an object's type)."""
         k = (rel, col)
         d = self._distinct.get(k)
         if d is None:
-            rows = self.full.get(rel) or ()
-            d = self._distinct[k] = max(1, len({row[col] for row in rows}))
+            rows: Any = self.full.get(rel) or ()
+            n = len(rows)
+            if n <= SAMPLE:
+                d = len({row[col] for row in rows})
+            else:
+                counts = Counter(row[col] for row in self._sample(rel))
+                once = sum(1 for c in counts.values() if c == 1)
+                if once >= 0.9 * SAMPLE:
+                    d = round(len(counts) * n / SAMPLE)
+                else:
+                    d = round((n / SAMPLE) ** 0.5 * once) + len(counts) - once
+            d = self._distinct[k] = max(1, d)
         return d
+
+    def _sample(self, rel: str) -> list[ir.Row]:
+        """:data:`SAMPLE` rows of a big relation, drawn once (the same for every column)."""
+        got = self._samples.get(rel)
+        if got is None:
+            rows = self.full.get(rel) or ()
+            got = self._samples[rel] = random.Random(len(rows)).sample(list(rows), SAMPLE)
+        return got
 
     def stored(self, rel: str, cols: Sequence[int], arity: int) -> float:
         n = self.size(rel)
@@ -113,7 +137,7 @@ class Statistics:
             counts = Counter(map(key, rows))
             got = sum(c * c for c in counts.values()) / n if n else 0.0
         else:
-            sample = random.Random(n).sample(list(rows), SAMPLE)
+            sample = self._sample(rel)
             pairs = sum(m * (m - 1) for m in Counter(map(key, sample)).values())
             got = 1.0 + pairs * (n - 1) / (SAMPLE * (SAMPLE - 1))
         self._weighted[k] = got

@@ -3,15 +3,16 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-dev-spark
+STAMP := $(VENV)/.installed-dev-spark-peers
 
 .PHONY: demo test lint typecheck unit bench clean install
 
-# the dev tools and the Spark extra (pyspark, graphframes-py): `make test` runs the Spark tests
+# the dev tools, the Spark extra (pyspark, graphframes-py) and the peer engines: `make test`
+# runs the Spark tests and checks the peers of the benchmarks against the oracle
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark,peers]'
 	touch $(STAMP)
 
 install: $(STAMP)

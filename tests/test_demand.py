@@ -31,8 +31,9 @@ same(a, b). same(c, c).
 """
 
 
-def _all_virtual() -> grantlog.Program:
-    p = grantlog.compile(TEXT)
+def _all_virtual(text: str = TEXT) -> grantlog.Program:
+    """The program with every derived relation answered on demand."""
+    p = grantlog.compile(text)
     p.virtual = frozenset(p.derived)
     p.compiled.clear()
     return p
@@ -124,18 +125,11 @@ grant(eng, a). parent(b, a).
 """
 
 
-def _views() -> grantlog.Program:
-    p = grantlog.compile(VIEWS)
-    p.virtual = frozenset(p.derived)
-    p.compiled.clear()
-    return p
-
-
 def test_unfolded_views_answer_like_materialization_and_follow_stored_rows() -> None:
     """`in_group` and `active` are unfolded into `allowed`'s plans (one rule each, not
     recursive, read positively); rows later stored for `in_group` itself re-plan instead of
     being missed."""
-    r = grantlog.Reasoner(_views())
+    r = grantlog.Reasoner(_all_virtual(VIEWS))
     full = grantlog.Reasoner(grantlog.compile(VIEWS))
     users, ops, objs = ["alice", "bob", "carol", "dave", "erin"], ["read", "list"], "abc"
     for q in itertools.product(users, ops, objs):
@@ -157,7 +151,7 @@ def test_unfolding_renames_apart_and_keeps_anonymous_arguments_joined() -> None:
     """`active(U, _)` unfolds to `member(U, G~n), enabled(G~n)`: the anonymous argument
     becomes one fresh variable, as the view's body uses it twice (bob, in the disabled
     group eng only, may not list; dave and erin, in ops, may)."""
-    r = grantlog.Reasoner(_views())
+    r = grantlog.Reasoner(_all_virtual(VIEWS))
     assert not r.check("bob", "list", "a")
     assert r.check("dave", "list", "a") and r.check("erin", "list", "b")
     lister = next(x for x in r.program.rules
@@ -185,9 +179,7 @@ parent(b, a). parent(c, b). parent(a, c).
 def test_rules_that_cannot_recurse_skip_tabling_in_a_recursive_relation() -> None:
     """`allowed` is recursive (read inherits, admin reads allowed), but a `write` lookup
     runs one rule that reads no part of the cycle: it is answered without tabling."""
-    p = grantlog.compile(RECURSIVE)
-    p.virtual = frozenset(p.derived)
-    p.compiled.clear()
+    p = _all_virtual(RECURSIVE)
     d = DemandPlans(p).calls("allowed", (0, 1, 2))
     assert d.plain == frozenset({"write"})
     r = grantlog.Reasoner(p)

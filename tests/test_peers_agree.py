@@ -2,8 +2,9 @@
 Gravitino-shaped workload: stratified checks (owners, roles direct and through groups, DENY
 winning, missing prerequisites, unregistered users), a grant and a revoke, and the bulk answer.
 
-Engines that are not installed (the ``bench`` extra) are skipped; grantlog and pyDatalog (in
-``dev``) always run."""
+The engines come with the ``peers`` extra, which ``make test`` installs; one that is not
+installed (a bare ``pip install -e .[dev]``) is skipped with its name; grantlog and pyDatalog
+(in ``dev``) always run."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def test_the_sample_mixes_the_outcomes(case: Case) -> None:
 @pytest.mark.parametrize("name", list(ENGINES))
 def test_engine_agrees_with_the_oracle(name: str, case: Case) -> None:
     if name in NEEDS:
-        pytest.importorskip(NEEDS[name], reason=f"{NEEDS[name]} not installed (bench extra)")
+        pytest.importorskip(NEEDS[name], reason=f"{NEEDS[name]} not installed (the peers "
+                            "extra, which make test installs)")
     mod, _, cls = ENGINES[name].partition(":")
     engine = getattr(importlib.import_module(mod), cls)()
     engine.load(case.w.facts)

@@ -621,16 +621,16 @@ def profile(args: argparse.Namespace) -> None:
     print(f"  total {sum(calls.values()) / n:.1f} evaluations per decision")
 
     try:  # the join orders demand evaluation used (engine internals: best effort)
+        from grantlog.engine import ir
         from grantlog.engine.plan import plan_bound
-        print("\n== bound plans used by demand evaluation (rule [bound vars]: steps)")
-        used = {(k[0], k[1]) for k in r._plans.cache}
-        for rid, bound in sorted(used, key=lambda k: (program.rules[k[0]].name, sorted(k[1]))):
-            rule = program.rules[rid]
-            try:
-                plan = plan_bound(rule, set(bound), program.virtual)
-            except TypeError:
-                plan = plan_bound(rule, set(bound))
-            print(f"  {rule.name} {sorted(bound)}: {plan.describe()}")
+        print("\n== plans of the lookups demand evaluation ran (rule [bound vars]: steps, "
+              "views unfolded, in statistics' order)")
+        plans = r._plans
+        for rid, key in sorted(plans.keyed, key=lambda k: (program.rules[k[0]].name, str(k[1]))):
+            bound = {t.name for t in key if isinstance(t, ir.Var)}
+            flat = plans.unfold(program.rules[rid])
+            plan = plan_bound(flat, bound, program.virtual, plans.order(flat, frozenset(bound)))
+            print(f"  {flat.name} {sorted(bound)}: {plan.describe()}")
     except Exception as e:
         print(f"(plans not shown: {e!r})")
 

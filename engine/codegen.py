@@ -240,12 +240,10 @@ def compile_plan(plan: RulePlan, key: tuple[ir.Term, ...] | None = None) -> RunF
 def _interpreted(plan: RulePlan, key: tuple[ir.Term, ...] | None) -> RunFn:
     if key is None:
         return lambda F, D, I, O, B: interpret(plan, F, D, I, O, B)
-    k = key
-
-    rid = plan.rule.index
+    terms, rid = key, plan.rule.index
 
     def run(F: Any, D: Any, I: Any, O: Any, B: Any) -> None:
-        env = key_binding(k, B)
+        env = key_binding(terms, B)
         if env is not None:
             for row in _rows(plan, F, D, lambda rel, cols: I[(rel, cols)], env):
                 O(row, rid)

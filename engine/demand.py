@@ -50,7 +50,9 @@ class DemandPlans:
         self.rules: dict[str, list[ir.Rule]] = {}
         for r in program.rules:
             self.rules.setdefault(r.head.rel, []).append(r)
-        self.cache: dict[tuple[Any, ...], RunFn] = {}
+        self.cache: dict[tuple[int, frozenset[str]], RunFn] = {}
+        #: functions compiled for lookups, by (rule index, the head's terms at the key)
+        self.keyed: dict[tuple[int, tuple[ir.Term, ...]], RunFn] = {}
         self.compiled = {} if compiled is None else compiled
         self.stats: Statistics | None = None
         self.arity = {n: r.arity for n, r in program.relations.items()}
@@ -59,7 +61,6 @@ class DemandPlans:
         #: the relations of each recursive relation's strongly connected component
         self.scc = {r: frozenset(st.relations) for st in program.strata if st.recursive
                     for r in st.relations}
-        self._reach: dict[str, frozenset[str]] = {}
         self._coarse: dict[tuple[str, tuple[int, ...]], Coarse | None] = {}
         self._calls: dict[tuple[str, tuple[int, ...]], Dispatch] = {}
         #: views unfolded into the plans made since :meth:`use` (see :meth:`unfold`)
@@ -72,6 +73,7 @@ class DemandPlans:
         """Plan from these statistics from now on (forgetting the plans made before)."""
         self.stats = stats
         self.cache = {}
+        self.keyed = {}
         self._coarse = {}
         self._calls = {}
         self.unfolded = set()
@@ -143,43 +145,23 @@ class DemandPlans:
             self._calls[k] = got
         return got
 
-    def reaches(self, rel: str) -> frozenset[str]:
-        """The relations ``rel`` depends on, directly or not (through any rule)."""
-        got = self._reach.get(rel)
-        if got is None:
-            seen: set[str] = set()
-            stack = [rel]
-            while stack:
-                for rule in self.rules.get(stack.pop(), ()):
-                    for lit in rule.body:
-                        a = lit.atom if isinstance(lit, ir.Neg) else lit
-                        if isinstance(a, ir.Atom) and a.rel not in seen:
-                            seen.add(a.rel)
-                            stack.append(a.rel)
-            got = self._reach[rel] = frozenset(seen)
-        return got
-
     def cyclic(self, rule: ir.Rule) -> bool:
         """Whether ``rule`` reads its head's component (can recurse). A rule that does not,
         even in a recursive relation (one operation's rule among many of a decision relation
-        defined partly through itself), needs no tabling."""
+        defined partly through itself), needs no tabling. Reading the component directly is
+        the only way: a body relation that led back to it would be in it."""
         scc = self.scc.get(rule.head.rel)
-        if scc is None:
-            return False
-        for lit in rule.body:
-            a = lit.atom if isinstance(lit, ir.Neg) else lit
-            if isinstance(a, ir.Atom) and (a.rel in scc or not scc.isdisjoint(
-                    self.reaches(a.rel))):
-                return True
-        return False
+        return scc is not None and any(
+            (lit.atom if isinstance(lit, ir.Neg) else lit).rel in scc
+            for lit in rule.body if isinstance(lit, ir.Atom | ir.Neg))
 
     def keyed_fn(self, rule: ir.Rule, key: tuple[ir.Term, ...]) -> RunFn:
         """``rule`` compiled for a lookup whose key is ``key`` (the head's terms there), with
         the views it reads unfolded where that is safe (:meth:`unfold`)."""
-        bound = frozenset(t.name for t in key if isinstance(t, ir.Var))
-        k = (rule.index, bound, key)
-        f = self.cache.get(k)
+        k = (rule.index, key)
+        f = self.keyed.get(k)
         if f is None:
+            bound = frozenset(t.name for t in key if isinstance(t, ir.Var))
             flat = self.unfold(rule)
             order = self.order(flat, bound)
             ck = (rule.index, bound, order, key, flat.body)
@@ -187,7 +169,7 @@ class DemandPlans:
             if f is None:
                 f = self.compiled[ck] = compile_plan(
                     plan_bound(flat, set(bound), self.program.virtual, order), key)
-            self.cache[k] = f
+            self.keyed[k] = f
         return f
 
     def unfold(self, rule: ir.Rule) -> ir.Rule:
@@ -353,9 +335,7 @@ class DemandContext:
 
     def demand(self, rel: str, cols: tuple[int, ...], key: Key) -> dict[ir.Row, int]:
         """Rows of virtual ``rel`` whose ``cols`` equal ``key`` (kept, or evaluated now)."""
-        lk = self.lookups.get((rel, cols))
-        if lk is None:
-            lk = self.lookup_of(rel, cols)
+        lk = self.lookup_of(rel, cols)
         got = lk.table.get(key)
         return got if got is not None else lk.answer(key)
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -327,7 +327,7 @@ class Prover:
                 top = max((self._level(a, env) for a in rule.body if isinstance(a, ir.Atom)),
                           default=-1)
                 if top < level:
-                    rank = (top, value_order(env[k] for k in sorted(env)))
+                    rank = (top, ir.row_key(env[k] for k in sorted(env)))
                     if best is None or rank < best[0]:
                         best = (rank, rule, env)
             if best is not None and best[0][0] <= 0:
@@ -550,7 +550,7 @@ class WhyNot:
         if len(cols) == len(terms):
             row: ir.Row = key
         else:
-            row = min(self.ctx.lookup(atom.rel, cols, key), key=value_order)
+            row = min(self.ctx.lookup(atom.rel, cols, key), key=ir.row_key)
         node = self._node(f"not {_show_open_atom(atom.rel, terms)}", "blocked")
         node.children.append(self.prover.prove(atom.rel, row))
         return node
@@ -701,7 +701,7 @@ class WhyNot:
                         break
             rest.discard(j)
             matched = False
-            for row in sorted(rows, key=value_order) if len(rows) > 1 else rows:
+            for row in sorted(rows, key=ir.row_key) if len(rows) > 1 else rows:
                 env2 = dict(env)
                 ok = True
                 for c, t in enumerate(lit.args):
@@ -725,11 +725,6 @@ class WhyNot:
                 f"why-not: the body of `{e}` holds, yet its head does not") from None
         assert best, "why-not: the search found no binding"
         return best[0]
-
-
-def value_order(values: Iterable[ir.Value]) -> tuple[tuple[bool, Any], ...]:
-    """A sort key for rows and bindings: integers before strings, then natural order."""
-    return tuple((isinstance(v, str), v) for v in values)
 
 
 def _unify_pattern(

@@ -7,6 +7,7 @@ facts with their origin, strata in evaluation order, and the `test` blocks.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from grantlog.grammar.diagnostics import Diagnostic, Span
@@ -161,6 +162,17 @@ class Program:
     @property
     def derived(self) -> set[str]:
         return {r.head.rel for r in self.rules}
+
+
+def value_key(v: Value) -> tuple[int, Value]:
+    """A sort key for grantlog's total order of values: every int before every string, then
+    the natural order (what comparisons use, engine/codegen.py)."""
+    return (0, v) if isinstance(v, int) else (1, v)
+
+
+def row_key(row: Iterable[Value]) -> tuple[tuple[int, Value], ...]:
+    """A sort key for rows (and bindings): :func:`value_key` column by column."""
+    return tuple((0, v) if isinstance(v, int) else (1, v) for v in row)
 
 
 def show_value(v: Value) -> str:

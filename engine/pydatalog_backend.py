@@ -81,11 +81,6 @@ def unsupported(feature: str, span: Span | None, why: str) -> GrantlogError:
         f"{why}; the in-memory backend (the default) does")])
 
 
-def _order_key(v: Any) -> tuple[int, Any]:
-    """grantlog's total order: every int before every string, then the natural order."""
-    return (0, v) if isinstance(v, int) else (1, v)
-
-
 def _vars(lit: ir.Lit) -> set[str]:
     if isinstance(lit, ir.Atom):
         terms: tuple[ir.Term, ...] = lit.args
@@ -231,10 +226,10 @@ class _Translator:
         return types.get(t.name)
 
     def keyed(self, t: ir.Term) -> Any:
-        """A term whose value is ``_order_key`` of ``t`` (a pyDatalog lambda expression)."""
+        """A term whose value is ``ir.value_key`` of ``t`` (a pyDatalog lambda expression)."""
         if isinstance(t, ir.Const):
-            return pyEngine.Term_of(_order_key(t.value))
-        return pyEngine.Operation(pyEngine.Const(None), _order_key,
+            return pyEngine.Term_of(ir.value_key(t.value))
+        return pyEngine.Operation(pyEngine.Const(None), ir.value_key,
                                   pyEngine.VarTuple([self.term(t)]))
 
     def cmp(self, c: ir.Cmp, types: dict[str, str]) -> Any:
@@ -512,7 +507,7 @@ class PyDatalogReasoner:
         with self._active():
             head, names = self._goal(goal)
             found = self._ask(head)
-        return [dict(zip(names, row, strict=True)) for row in sorted(found, key=_row_key)]
+        return [dict(zip(names, row, strict=True)) for row in sorted(found, key=ir.row_key)]
 
     def ask(self, goal: str) -> bool:
         """Whether the goal has at least one answer."""
@@ -550,12 +545,12 @@ class PyDatalogReasoner:
             with self._active():
                 found = {x for x in found
                          if self._ask(self._tr.open_rows("ancestor_or_self", (within, x)))}
-        return sorted(found, key=_order_key)
+        return sorted(found, key=ir.value_key)
 
     def who(self, operation: str, resource: str) -> builtins.list[ir.Value]:
         """The subjects that may perform ``operation`` on ``resource``, sorted."""
         found = {row[0] for row in self._decision((None, operation, resource))}
-        return sorted(found, key=_order_key)
+        return sorted(found, key=ir.value_key)
 
     def explain(self, goal: str) -> Any:
         """Refused: see :data:`REFUSED`."""
@@ -605,8 +600,6 @@ def _borrowed(logic: Any) -> Iterator[None]:
             fresh.counter = counter
 
 
-def _row_key(row: ir.Row) -> tuple[tuple[int, Any], ...]:
-    return tuple(_order_key(v) for v in row)
 
 
 __all__ = ["REFUSED", "UNSUPPORTED", "PyDatalogReasoner", "PyDatalogTransaction", "unsupported"]

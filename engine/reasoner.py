@@ -458,7 +458,7 @@ class Reasoner:
         with self._read():
             ctx = self._context()
             self._goal_fn(g)(ctx.F, None, ctx.index, out.add, {})
-        return [dict(zip(g.names, row, strict=True)) for row in sorted(out, key=_sort_key)]
+        return [dict(zip(g.names, row, strict=True)) for row in sorted(out, key=ir.row_key)]
 
     def ask(self, goal: str) -> bool:
         """Whether the goal has at least one answer."""
@@ -608,7 +608,7 @@ class Reasoner:
             plan = plan_bound(g.rule, set())
             answers = sorted(
                 (env for env in solve(plan, ctx.F, None, ctx.index, {})),
-                key=lambda e: _sort_key(tuple(e[n] for n in g.names)),
+                key=lambda e: ir.row_key(e[n] for n in g.names),
             )
             if not answers:
                 why_not = WhyNot(self.program, ctx, self._prover(ctx)).goal(g.rule)
@@ -653,14 +653,14 @@ class Reasoner:
             if within is not None:  # decided last: the cheap filters first
                 found = [x for x in found
                          if ctx.lookup(rel, (0, 1, 2), (subject, operation, x))]
-        return sorted(set(found), key=_value_key)
+        return sorted(set(found), key=ir.value_key)
 
     def who(self, operation: str, resource: str) -> builtins.list[ir.Value]:
         """The subjects that may perform ``operation`` on ``resource``, sorted."""
         rel = self._decision()
         with self._read():
             found = {row[0] for row in self._context().lookup(rel, (1, 2), (operation, resource))}
-        return sorted(found, key=_value_key)
+        return sorted(found, key=ir.value_key)
 
 
 class Transaction:
@@ -711,21 +711,15 @@ class Changes:
         items = self.derived if derived_only else self.by_relation
         for rel in sorted(items):
             c = items[rel]
-            out += [f"-{ir.show_atom(rel, r)}" for r in sorted(c.removed, key=_sort_key)]
-            out += [f"+{ir.show_atom(rel, r)}" for r in sorted(c.added, key=_sort_key)]
+            out += [f"-{ir.show_atom(rel, r)}" for r in sorted(c.removed, key=ir.row_key)]
+            out += [f"+{ir.show_atom(rel, r)}" for r in sorted(c.added, key=ir.row_key)]
         return out
 
     def to_dict(self) -> dict[str, dict[str, list[list[ir.Value]]]]:
         return {
-            rel: {"gained": [list(r) for r in sorted(c.added, key=_sort_key)],
-                  "lost": [list(r) for r in sorted(c.removed, key=_sort_key)]}
+            rel: {"gained": [list(r) for r in sorted(c.added, key=ir.row_key)],
+                  "lost": [list(r) for r in sorted(c.removed, key=ir.row_key)]}
             for rel, c in sorted(self.by_relation.items())
         }
 
 
-def _value_key(v: ir.Value) -> tuple[int, str | int]:
-    return (0, v) if isinstance(v, int) else (1, v)
-
-
-def _sort_key(row: ir.Row) -> tuple[tuple[int, str | int], ...]:
-    return tuple((0, v) if isinstance(v, int) else (1, v) for v in row)

@@ -98,9 +98,9 @@ def diff_programs(before: ir.Program, after: ir.Program, relation: str = "allowe
     old = r_before.rows(relation) if in_before else set()
     new = r_after.rows(relation) if in_after else set()
     gained = tuple(_delta("+", relation, row, r_after if proofs else None)
-                   for row in sorted(new - old, key=_sort_key))
+                   for row in sorted(new - old, key=ir.row_key))
     lost = tuple(_delta("-", relation, row, r_before if proofs else None)
-                 for row in sorted(old - new, key=_sort_key))
+                 for row in sorted(old - new, key=ir.row_key))
     return WhatIf(relation, gained, lost)
 
 
@@ -114,5 +114,3 @@ def _delta(sign: str, rel: str, row: ir.Row, reasoner: Reasoner | None) -> Delta
     return Delta(sign, rel, row, ex.proof)
 
 
-def _sort_key(row: ir.Row) -> tuple[tuple[int, str | int], ...]:
-    return tuple((0, v) if isinstance(v, int) else (1, v) for v in row)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from grantlog.engine import Reasoner, compile_program
-from grantlog.engine.ir import Program, show_atom, show_value
+from grantlog.engine.ir import Program, row_key, show_atom, show_value
 from grantlog.engine.lint import lint
 from grantlog.engine.loader import expand_paths, read_source
 from grantlog.engine.testing import Coverage, run_tests
@@ -64,20 +64,16 @@ def cmd_eval(a: argparse.Namespace) -> int:
     r = Reasoner(_compile(_inputs(a, a.files), a.strict))
     rows = r.all_rows()
     if a.json:
-        _out(json.dumps({k: sorted([list(x) for x in v], key=_key) for k, v in rows.items()},
+        _out(json.dumps({k: sorted([list(x) for x in v], key=row_key) for k, v in rows.items()},
                         indent=2, ensure_ascii=False))
         return EXIT_OK
     for rel, rs in rows.items():
         if a.relation and rel not in a.relation:
             continue
         _out(f"// {rel}: {len(rs)} row{'s' if len(rs) != 1 else ''}")
-        for row in sorted(rs, key=_key):
+        for row in sorted(rs, key=row_key):
             _out(show_atom(rel, row) + ".")
     return EXIT_OK
-
-
-def _key(row: Sequence[Any]) -> tuple[tuple[int, Any], ...]:
-    return tuple((0, v) if isinstance(v, int) else (1, v) for v in row)
 
 
 def cmd_query(a: argparse.Namespace) -> int:

@@ -149,13 +149,18 @@ def order_body(
 ) -> list[Step]:
     """Steps for a body: the delta literal first (``first``), then the positive atoms in
     ``atom_order`` (body positions, e.g. chosen from statistics by engine/stats.py) or
-    greedily by bound columns, each comparison and negation as soon as it is bound."""
+    greedily by bound columns, each comparison and negation as soon as it is bound — except,
+    in an ``atom_order`` plan, a negation of a virtual relation: its lookup evaluates rules,
+    so it waits until every positive atom has been read (``not denied(U, P, O)`` is asked
+    only where an ALLOW applied, not for every object looked at)."""
     bound = set(pre_bound or ())
+    defer = atom_order is not None and any(
+        isinstance(lit, ir.Atom) for lit in body) and virtual
     steps: list[Step] = []
     others = [(i, lit) for i, lit in enumerate(body) if not isinstance(lit, ir.Atom)]
     atoms = [(i, lit) for i, lit in enumerate(body) if isinstance(lit, ir.Atom)]
 
-    def flush() -> None:
+    def flush(last: bool = False) -> None:
         progress = True
         while progress:
             progress = False
@@ -178,6 +183,8 @@ def order_body(
                     named = [t for t in lit.atom.args if isinstance(t, ir.Var) and not is_anon(t)]
                     if not all(t.name in bound for t in named):
                         continue
+                    if defer and not last and lit.atom.rel in virtual:
+                        continue
                     cols = [c for c, t in enumerate(lit.atom.args) if not is_anon(t)]
                     steps.append(NegCheck(lit.atom.rel, len(lit.atom.args), tuple(cols),
                                           tuple(lit.atom.args[c] for c in cols), i))
@@ -197,11 +204,11 @@ def order_body(
     if atom_order is not None:
         by_pos = dict(atoms)
         assert sorted(atom_order) == sorted(by_pos), "atom_order must list every atom"
-        for i in atom_order:
+        for n, i in enumerate(atom_order, 1):
             a = by_pos[i]
             assert isinstance(a, ir.Atom)
             steps.append(_scan(a, i, "full", bound))
-            flush()
+            flush(n == len(atom_order))
         atoms = []
     while atoms:
         best = max(atoms, key=lambda a: _score(a[1], bound, virtual))

@@ -222,16 +222,20 @@ class Statistics:
             work += rows * w
             rows *= fanout
             b |= _vars(lit)
-            rows, work = self._filters(pending, b, rows, work)
+            rows, work = self._filters(pending, b, rows, work, i == perm[-1])
             if cap is not None and work >= cap:
                 return rows, work
         return rows, work
 
     def _filters(self, pending: list[ir.Lit], b: set[str], rows: float,
-                 work: float) -> tuple[float, float]:
+                 work: float, last: bool = True) -> tuple[float, float]:
+        """Place what ``b`` binds of ``pending``; a negation of a virtual relation only
+        ``last`` (after every positive atom, as engine/plan.py places it)."""
         for lit in list(pending):
             if isinstance(lit, ir.Neg):
                 if not all(_bound(t, b) for t in lit.atom.args if not is_anon(t)):
+                    continue
+                if not last and lit.atom.rel in self.virtual:
                     continue
                 cols = tuple(c for c, t in enumerate(lit.atom.args) if not is_anon(t))
                 _, w = self.estimate(lit.atom.rel, cols, len(lit.atom.args))

@@ -18,10 +18,10 @@ from typing import Any
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
-from . import ir
+from . import ir, symmetry
 from .codegen import RunFn, compile_plan, solve
 from .compiler import compile_goal
-from .database import Database
+from .database import Database, UniqueIndex
 from .demand import DemandContext, DemandPlans, Memo
 from .evaluate import EvalStats, Evaluator
 from .explain import Explanation, Proof, Prover, WhyNot
@@ -180,6 +180,8 @@ class Reasoner:
         self._lock = threading.RLock()
         self._goals: dict[str, _Goal] = {}
         self._reason_plans: dict[int, _ReasonPlan] = {}
+        #: what listing needs to group interchangeable resources (see :meth:`_kinds`)
+        self._symmetry: tuple[dict[str, tuple[int, ...]], set[ir.Value]] | None = None
         self.stats: EvalStats | None = None
 
     # -- updates ------------------------------------------------------------------------------
@@ -635,8 +637,9 @@ class Reasoner:
         ``ancestor_or_self``: a schema's tables, a catalog's schemas and tables).
 
         Without ``within``: goal-directed from the subject and operation. With it: the
-        resources below ``within`` first, then one decision each (sharing what they have in
-        common: the subject's roles, the container's grants)."""
+        resources below ``within`` first, then one decision per group of resources no rule
+        can tell apart (the same facts up to their own name: engine/symmetry.py), sharing
+        what the decisions have in common (the subject's roles, the container's grants)."""
         rel = self._decision()
         if type is not None:
             self._relation("entity")
@@ -649,11 +652,48 @@ class Reasoner:
             else:
                 found = [row[1] for row in ctx.lookup("ancestor_or_self", (0,), (within,))]
             if type is not None:
-                found = [x for x in found if ctx.lookup("entity", (0, 1), (x, type))]
+                entity = ctx.F["entity"]
+                found = [x for x in found if (x, type) in entity]
             if within is not None:  # decided last: the cheap filters first
-                found = [x for x in found
-                         if ctx.lookup(rel, (0, 1, 2), (subject, operation, x))]
-        return sorted(set(found), key=ir.value_key)
+                decided: list[ir.Value] = []
+                for kind in self._kinds(ctx, found, {subject, operation},
+                                        "entity" if type is not None else None):
+                    if ctx.lookup(rel, (0, 1, 2), (subject, operation, kind[0])):
+                        decided += kind
+                found = decided
+        values = set(found)
+        if all(isinstance(x, str) for x in values):
+            return sorted(values)  # the value order among strings
+        return sorted(values, key=ir.value_key)
+
+    def _kinds(self, ctx: DemandContext, candidates: Sequence[ir.Value],
+               fixed: set[ir.Value], typed: str | None = None,
+               ) -> builtins.list[builtins.list[ir.Value]]:
+        """``candidates`` grouped into values no rule can tell apart (engine/symmetry.py):
+        one decision answers for each group. Each candidate alone when the rules compare
+        values by order. ``typed``: the candidates all have ``entity(x, type)`` for the
+        same type; where ``entity`` holds one row per object (its index on the object is
+        unique) and only its object column counts, that row is the same for all of them
+        and is not read."""
+        if self._symmetry is None:
+            program = self.program
+            cols: dict[str, set[int]] = {}
+            if symmetry.generic(program):
+                for rel, c in symmetry.reachable_columns(program, self._decision(), 2):
+                    cols.setdefault(rel, set()).add(c)
+            self._symmetry = ({rel: tuple(sorted(c)) for rel, c in cols.items()},
+                              symmetry.constants(program))
+        columns, consts = self._symmetry
+        if not columns:
+            return [[x] for x in candidates]
+        full = ctx.full
+        stored = {rel: c for rel, c in columns.items()
+                  if (self._base[rel] if rel in self._base else full.get(rel))}
+        if (typed is not None and stored.get(typed) == (0,) and typed not in self._base
+                and isinstance(ctx.base_index(typed, (0,)), UniqueIndex)):
+            del stored[typed]
+        base = {rel: self._base.get(rel) for rel in stored}
+        return symmetry.kinds(candidates, stored, ctx.base_index, base, fixed | consts)
 
     def who(self, operation: str, resource: str) -> builtins.list[ir.Value]:
         """The subjects that may perform ``operation`` on ``resource``, sorted."""

@@ -21,7 +21,7 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from . import ir, symmetry
 from .codegen import RunFn, compile_plan, solve
 from .compiler import compile_goal
-from .database import Database, UniqueIndex
+from .database import Database
 from .demand import DemandContext, DemandPlans, Memo
 from .evaluate import EvalStats, Evaluator
 from .explain import Explanation, Proof, Prover, WhyNot
@@ -656,8 +656,7 @@ class Reasoner:
                 found = [x for x in found if (x, type) in entity]
             if within is not None:  # decided last: the cheap filters first
                 decided: list[ir.Value] = []
-                for kind in self._kinds(ctx, found, {subject, operation},
-                                        "entity" if type is not None else None):
+                for kind in self._kinds(ctx, found, {subject, operation}):
                     if ctx.lookup(rel, (0, 1, 2), (subject, operation, kind[0])):
                         decided += kind
                 found = decided
@@ -667,14 +666,10 @@ class Reasoner:
         return sorted(values, key=ir.value_key)
 
     def _kinds(self, ctx: DemandContext, candidates: Sequence[ir.Value],
-               fixed: set[ir.Value], typed: str | None = None,
-               ) -> builtins.list[builtins.list[ir.Value]]:
+               fixed: set[ir.Value]) -> builtins.list[builtins.list[ir.Value]]:
         """``candidates`` grouped into values no rule can tell apart (engine/symmetry.py):
         one decision answers for each group. Each candidate alone when the rules compare
-        values by order. ``typed``: the candidates all have ``entity(x, type)`` for the
-        same type; where ``entity`` holds one row per object (its index on the object is
-        unique) and only its object column counts, that row is the same for all of them
-        and is not read."""
+        values by order."""
         if self._symmetry is None:
             program = self.program
             cols: dict[str, set[int]] = {}
@@ -689,9 +684,6 @@ class Reasoner:
         full = ctx.full
         stored = {rel: c for rel, c in columns.items()
                   if (self._base[rel] if rel in self._base else full.get(rel))}
-        if (typed is not None and stored.get(typed) == (0,) and typed not in self._base
-                and isinstance(ctx.base_index(typed, (0,)), UniqueIndex)):
-            del stored[typed]
         base = {rel: self._base.get(rel) for rel in stored}
         return symmetry.kinds(candidates, stored, ctx.base_index, base, fixed | consts)
 

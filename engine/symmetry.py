@@ -122,15 +122,21 @@ def kinds(
         only = base.get(rel)
         for col in cols:
             ix = index(rel, (col,))
+            # each candidate's bucket, reading the smaller side (one access each: at a
+            # million rows an index access is mostly a cache miss)
+            found: list[tuple[ir.Value, Any]]  # (candidate, its row or bucket)
             if len(ix) <= len(wanted):
-                hits: Iterable[ir.Value] = [k for k in ix if k in wanted]
+                found = [(k, ix[k]) for k in ix if k in wanted]
             else:
-                hits = [x for x in wanted if x in ix]
+                get = dict.get.__get__(ix)  # a unique index's own get wraps the row
+                found = [(x, b) for x, b in zip(wanted, map(get, wanted)) if b is not None]
+            rows: list[tuple[ir.Value, ir.Row]]
             if isinstance(ix, UniqueIndex):  # it keeps the row itself (engine/database.py)
-                get = dict.get.__get__(ix)
-                rows = [(x, get(x)) for x in hits]
+                rows = found
+                if only is None and len(rows) == len(wanted) and _alike(rows, col):
+                    continue  # one row each, the same but for the candidate: no difference
             else:
-                rows = [(x, row) for x in hits for row in ix[x]]
+                rows = [(x, row) for x, bucket in found for row in bucket]
             if only is not None:  # a derived row follows from the base facts: left out
                 rows = [(x, row) for x, row in rows if row in only]
             once = [(x, (rel, row[:col] + SELF_AT + row[col + 1:])) for x, row in rows
@@ -161,3 +167,12 @@ def kinds(
             out.append(group)
         group.append(x)
     return out
+
+
+def _alike(rows: list[tuple[ir.Value, ir.Row]], col: int) -> bool:
+    """Whether the rows agree but for their value at ``col`` (every table of a schema:
+    ``contains(schema, t)``): then each holds its value there only, as two candidates
+    whose rows also held them elsewhere would differ there."""
+    if rows and len(rows[0][1]) == 2:  # the other value alone (no tuple to make)
+        return len({row[1 - col] for _, row in rows}) <= 1
+    return len({row[:col] + row[col + 1:] for _, row in rows}) <= 1

@@ -129,7 +129,8 @@ def kinds(
                 found = [(k, ix[k]) for k in ix if k in wanted]
             else:
                 get = dict.get.__get__(ix)  # a unique index's own get wraps the row
-                found = [(x, b) for x, b in zip(wanted, map(get, wanted)) if b is not None]
+                found = [(x, b) for x, b in zip(wanted, map(get, wanted), strict=True)
+                         if b is not None]
             rows: list[tuple[ir.Value, ir.Row]]
             if isinstance(ix, UniqueIndex):  # it keeps the row itself (engine/database.py)
                 rows = found

@@ -129,8 +129,9 @@ class DemandPlans:
             consts = [sum(isinstance(key[i], ir.Const) for _, key in rules)
                       for i in range(len(cols))]
             pos = max(range(len(cols)), key=consts.__getitem__) if cols else -1
+            cyclic = frozenset(rule.index for rule, _ in rules if self.cyclic(rule))
             if pos < 0 or consts[pos] < 2:
-                got = Dispatch(-1, {}, tuple(fns))
+                got = Dispatch(-1, {}, tuple(fns), cyclic=cyclic)
             else:
                 at = [key[pos] for _, key in rules]  # each head's term at the position
                 values = {t.value for t in at if isinstance(t, ir.Const)}
@@ -138,10 +139,9 @@ class DemandPlans:
                                if isinstance(t, ir.Var) or t.value == v)
                       for v in values}
                 rest = tuple(f for f, t in zip(fns, at, strict=True) if isinstance(t, ir.Var))
-                cyclic = {rule.index for rule, _ in rules if self.cyclic(rule)}
                 plain = frozenset(v for v, fs in by.items()
                                   if not any(rid in cyclic for rid, _ in fs))
-                got = Dispatch(pos, by, rest, plain)
+                got = Dispatch(pos, by, rest, plain, cyclic)
             self._calls[k] = got
         return got
 
@@ -264,6 +264,8 @@ class Dispatch:
     #: the values there whose rules cannot recurse (:meth:`DemandPlans.cyclic`): a lookup
     #: with one of them needs no tabling even in a recursive relation
     plain: frozenset[ir.Value] = frozenset()
+    #: the rules (by index) that read their head's strongly connected component
+    cyclic: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -394,13 +396,15 @@ class DemandContext:
         self.recursive_hits.discard(depth)
         mark = len(self.pending)
         started = self.epoch + 1
+        again = False
         try:
             while True:
                 self.epoch += 1
                 self.epochs[depth] = self.epoch
                 grown = self.growth
                 before = len(out)
-                lk.fill(key, out)
+                lk.fill(key, out, again)
+                again = True
                 if len(out) > before:
                     self.growth += 1
                 if self.low[-1] < depth:  # inside a cycle led further down the stack
@@ -519,7 +523,8 @@ class Lookup:
     answers, how a new key is answered (from a coarser lookup, tabled, or by running the
     rules the key selects), and the face of a hash index (``get``) for generated code."""
 
-    __slots__ = ("by", "coarse", "cols", "ctx", "plain", "point", "pos", "recursive", "rel",
+    __slots__ = ("by", "coarse", "cols", "ctx", "cyclic", "plain", "point", "pos", "recursive",
+                 "rel",
                  "rest", "single", "table")
 
     def __init__(self, ctx: DemandContext, rel: str, cols: tuple[int, ...]) -> None:
@@ -531,6 +536,8 @@ class Lookup:
         self.recursive = rel in ctx.recursive
         d = ctx.plans.calls(rel, cols)
         self.pos, self.by, self.rest, self.plain = d.pos, d.by, d.rest, d.plain
+        #: the rules that read their own component (the only ones a round can change)
+        self.cyclic = d.cyclic
 
     def get(self, k: Any, default: Any = None) -> Any:
         key = (k,) if self.single else k
@@ -552,9 +559,11 @@ class Lookup:
         self.ctx.entries += 1
         return out
 
-    def fill(self, key: Key, out: dict[ir.Row, int]) -> None:
+    def fill(self, key: Key, out: dict[ir.Row, int], again: bool = False) -> None:
         """Add the rows matching ``key`` to ``out``, each with the index of the first rule
-        that derived it (:data:`STORED` for a stored row)."""
+        that derived it (:data:`STORED` for a stored row). ``again``: a later round of a
+        tabled call, in which only rules reading their own component can add rows (the
+        others read complete answers only and gave theirs in the first round)."""
         ctx = self.ctx
         stored = ctx.full.get(self.rel)
         if stored:  # base facts given for a virtual relation are stored like any others
@@ -566,7 +575,10 @@ class Lookup:
                                          STORED))
         add = out.setdefault  # the generated functions pass their rule's index
         F, index, point = ctx.F, ctx.indexes, self.point
-        for _, fn in self.rest if self.pos < 0 else self.by.get(key[self.pos], self.rest):
+        calls = self.rest if self.pos < 0 else self.by.get(key[self.pos], self.rest)
+        if again:
+            calls = tuple(c for c in calls if c[0] in self.cyclic)
+        for _, fn in calls:
             if point and out:
                 return
             fn(F, None, index, add, key)

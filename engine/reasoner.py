@@ -21,7 +21,7 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from . import ir, symmetry
 from .codegen import RunFn, compile_plan, solve
 from .compiler import compile_goal
-from .database import Database
+from .database import Database, UniqueIndex
 from .demand import DemandContext, DemandPlans, Memo
 from .evaluate import EvalStats, Evaluator
 from .explain import Explanation, Proof, Prover, WhyNot
@@ -651,12 +651,21 @@ class Reasoner:
                 found = [row[2] for row in ctx.lookup(rel, (0, 1), (subject, operation))]
             else:
                 found = [row[1] for row in ctx.lookup("ancestor_or_self", (0,), (within,))]
+            known: set[tuple[str, int]] = set()
             if type is not None:
-                entity = ctx.F["entity"]
-                found = [x for x in found if (x, type) in entity]
+                by_object = (ctx.base_index("entity", (0,))
+                             if "entity" not in self.program.derived else None)
+                if isinstance(by_object, UniqueIndex):  # one type per object
+                    get = dict.get.__get__(by_object)
+                    found = [x for x, row in zip(found, map(get, found), strict=True)
+                             if row is not None and row[1] == type]
+                    known.add(("entity", 0))  # each candidate's one row: (x, type)
+                else:
+                    entity = ctx.F["entity"]
+                    found = [x for x in found if (x, type) in entity]
             if within is not None:  # decided last: the cheap filters first
                 decided: list[ir.Value] = []
-                for kind in self._kinds(ctx, found, {subject, operation}):
+                for kind in self._kinds(ctx, found, {subject, operation}, known):
                     if ctx.lookup(rel, (0, 1, 2), (subject, operation, kind[0])):
                         decided += kind
                 found = decided
@@ -666,10 +675,13 @@ class Reasoner:
         return sorted(values, key=ir.value_key)
 
     def _kinds(self, ctx: DemandContext, candidates: Sequence[ir.Value],
-               fixed: set[ir.Value]) -> builtins.list[builtins.list[ir.Value]]:
+               fixed: set[ir.Value], known: set[tuple[str, int]] | None = None,
+               ) -> builtins.list[builtins.list[ir.Value]]:
         """``candidates`` grouped into values no rule can tell apart (engine/symmetry.py):
         one decision answers for each group. Each candidate alone when the rules compare
-        values by order."""
+        values by order. ``known``: (relation, column) pairs where the caller found that
+        every candidate has one row, the same but for the candidate: a relation whose only
+        counting column that is is not read again."""
         if self._symmetry is None:
             program = self.program
             cols: dict[str, set[int]] = {}
@@ -684,6 +696,9 @@ class Reasoner:
         full = ctx.full
         stored = {rel: c for rel, c in columns.items()
                   if (self._base[rel] if rel in self._base else full.get(rel))}
+        for rel, col in known or ():
+            if stored.get(rel) == (col,) and rel not in self._base:
+                del stored[rel]  # the one column that counts: the same row for everyone
         base = {rel: self._base.get(rel) for rel in stored}
         return symmetry.kinds(candidates, stored, ctx.base_index, base, fixed | consts)
 

@@ -130,7 +130,10 @@ def models(draw: st.DrawFn) -> dict[str, list[tuple[str, ...]]]:
     parents = {o: draw(st.sampled_from([None, *OBJECTS[:i]])) for i, o in enumerate(OBJECTS)}
     types = {o: draw(st.sampled_from(["table", "schema", "secret"])) for o in OBJECTS}
     facts: dict[str, list[tuple[str, ...]]] = {
-        "entity": [(o, t) for o, t in types.items()] + [("alice", "user"), ("o5", "user")],
+        # with o5 also a user, some object has two types (entity's object index is then not
+        # unique, and listing filters types by membership instead)
+        "entity": [(o, t) for o, t in types.items()] + [("alice", "user")]
+        + ([("o5", "user")] if draw(st.booleans()) else []),
         "contains": [(p, o) for o, p in parents.items() if p is not None],
     }
     triple = st.tuples(st.sampled_from(USERS), st.sampled_from(OPS), st.sampled_from(OBJECTS))

@@ -96,8 +96,9 @@ def reachable_columns(program: ir.Program, rel: str, col: int) -> frozenset[Colu
                     and isinstance(lit.right, ir.Var)):
                 union(("var", rule.index, lit.left.name), ("var", rule.index, lit.right.name))
     root = find((rel, col))
-    return frozenset(k for k in list(parent) if len(k) == 2 and isinstance(k[0], str)
-                     and k[0] != "var" and find(k) == root)
+    # a column is (relation, column); a variable ("var", rule, name): the shapes tell them
+    # apart whatever the relations are called
+    return frozenset(k for k in list(parent) if len(k) == 2 and find(k) == root)
 
 
 def kinds(

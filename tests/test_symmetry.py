@@ -112,6 +112,22 @@ def test_derived_rows_do_not_count_but_base_facts_of_derived_relations_do() -> N
     assert sorted(map(sorted, got)) == [["t0", "t3"], ["t1"], ["t2"]]
 
 
+def test_a_relation_named_like_the_analysis_nodes_still_counts() -> None:
+    """Found reading the change: the column analysis dropped every column of a relation
+    named `var` (the name it used for its variable nodes), so `a` (in `var`) and `b` were
+    one kind although `not var(O)` tells them apart."""
+    text = "rel entity(object: string, type: string).\nrel var(object: string).\n" \
+        "rel contains(parent: string, child: string).\n" \
+        "ancestor_or_self(X, X) :- entity(X, _).\n" \
+        "ancestor_or_self(A, X) :- contains(A, X).\n" \
+        "allowed(U, read, O) :- entity(O, table), entity(U, user), not var(O).\n"
+    p = grantlog.compile(text)
+    assert ("var", 0) in symmetry.reachable_columns(p, "allowed", 2)
+    r = _reasoner({"entity": [("a", "table"), ("b", "table"), ("u", "user"), ("s", "schema")],
+                   "contains": [("s", "a"), ("s", "b")], "var": [("a",)]}, text)
+    assert r.list("u", "read", type="table", within="s") == ["b"]
+
+
 def test_order_comparisons_turn_grouping_off() -> None:
     text = "rel entity(object: string, type: string).\n" \
         "allowed(U, read, O) :- entity(O, table), entity(U, user), O < m.\n"

@@ -524,8 +524,7 @@ class Lookup:
     rules the key selects), and the face of a hash index (``get``) for generated code."""
 
     __slots__ = ("by", "coarse", "cols", "ctx", "cyclic", "plain", "point", "pos", "recursive",
-                 "rel",
-                 "rest", "single", "table")
+                 "rel", "rest", "single", "table")
 
     def __init__(self, ctx: DemandContext, rel: str, cols: tuple[int, ...]) -> None:
         self.ctx, self.rel, self.cols = ctx, rel, cols

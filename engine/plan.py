@@ -154,8 +154,8 @@ def order_body(
     so it waits until every positive atom has been read (``not denied(U, P, O)`` is asked
     only where an ALLOW applied, not for every object looked at)."""
     bound = set(pre_bound or ())
-    defer = atom_order is not None and any(
-        isinstance(lit, ir.Atom) for lit in body) and virtual
+    defer = atom_order is not None and bool(virtual) and any(
+        isinstance(lit, ir.Atom) for lit in body)
     steps: list[Step] = []
     others = [(i, lit) for i, lit in enumerate(body) if not isinstance(lit, ir.Atom)]
     atoms = [(i, lit) for i, lit in enumerate(body) if isinstance(lit, ir.Atom)]

@@ -680,8 +680,8 @@ class Reasoner:
         """``candidates`` grouped into values no rule can tell apart (engine/symmetry.py):
         one decision answers for each group. Each candidate alone when the rules compare
         values by order. ``known``: (relation, column) pairs where the caller found that
-        every candidate has one row, the same but for the candidate: a relation whose only
-        counting column that is is not read again."""
+        every candidate has one row, the same but for the candidate; a relation whose only
+        counting column is one of them is not read again."""
         if self._symmetry is None:
             program = self.program
             cols: dict[str, set[int]] = {}

@@ -52,19 +52,16 @@ def constants(program: ir.Program) -> set[ir.Value]:
     """The values written in rules (a value named in a rule is not like any other)."""
     out: set[ir.Value] = set()
     for rule in program.rules:
-        atoms: list[ir.Atom] = [rule.head]
-        terms: list[ir.Term] = []
-        for lit in rule.body:
-            if isinstance(lit, ir.Atom):
-                atoms.append(lit)
-            elif isinstance(lit, ir.Neg):
-                atoms.append(lit.atom)
-            else:
-                terms += [lit.left, lit.right]
-        for a in atoms:
-            terms += a.args
+        terms = [t for a in _atoms(rule) for t in a.args]
+        terms += [t for lit in rule.body if isinstance(lit, ir.Cmp) for t in (lit.left, lit.right)]
         out.update(t.value for t in terms if isinstance(t, ir.Const))
     return out
+
+
+def _atoms(rule: ir.Rule) -> list[ir.Atom]:
+    """The head and the body's atoms, negated ones included."""
+    return [rule.head] + [lit.atom if isinstance(lit, ir.Neg) else lit
+                          for lit in rule.body if not isinstance(lit, ir.Cmp)]
 
 
 def reachable_columns(program: ir.Program, rel: str, col: int) -> frozenset[Column]:
@@ -84,10 +81,7 @@ def reachable_columns(program: ir.Program, rel: str, col: int) -> frozenset[Colu
         parent[find(a)] = find(b)
 
     for rule in program.rules:
-        atoms = [rule.head] + [lit.atom if isinstance(lit, ir.Neg) else lit
-                               for lit in rule.body if not isinstance(lit, ir.Cmp)]
-        for a in atoms:
-            assert isinstance(a, ir.Atom)
+        for a in _atoms(rule):
             for c, t in enumerate(a.args):
                 if isinstance(t, ir.Var):
                     union(("var", rule.index, t.name), (a.rel, c))

@@ -6,10 +6,14 @@ Each plan becomes one generated function ``run(F, D, I, O, B)`` of nested loops:
 * ``D[rel]`` — the delta of the current round, a set of rows;
 * ``I(rel, cols)`` — a hash index on ``cols``: key (a value, or a tuple for several columns)
   -> list of rows;
-* ``O(row)`` — where head rows go; ``B`` — values of pre-bound variables: a dict by name, or,
-  for a function compiled for a lookup (``key``: the head's terms at the looked-up columns), the
-  lookup's key tuple, whose constants and repeated variables the function checks itself; such
-  a function calls ``O(row, rule index)`` and reads indexes as ``I[(rel, cols)]`` (a mapping).
+* ``O(row)`` — where head rows go; ``B`` — values of pre-bound variables, a dict by name.
+
+A function compiled for a lookup (:func:`compile_keyed`; ``key``: the head's terms at the
+looked-up columns) is split in two: ``bind(F, I)`` reads what the body uses once per read's
+view (indexes as ``I[(rel, cols)]``, a mapping; virtual relations as their demand lookups,
+whose kept answers it reads directly) and returns ``run(O, B)``, where ``B`` is the lookup's
+key tuple, whose constants and repeated variables it checks itself, and which calls
+``O(row, rule index)``.
 
 The rule is written as a comment above the loops. Plans nested deeper than Python allows (more
 than ``MAX_LOOPS`` scans, or code Python refuses to compile) fall back to :func:`interpret`,
@@ -26,6 +30,8 @@ from . import ir
 from .plan import Assign, Filter, NegCheck, RulePlan, Scan, Step, is_anon
 
 RunFn = Callable[..., None]
+#: a function compiled for a lookup: ``bind(F, I)`` -> ``run(O, B)`` (:func:`compile_keyed`)
+Binder = Callable[[Any, Any], Callable[[Any, Any], None]]
 MAX_LOOPS = 16
 
 
@@ -63,9 +69,18 @@ _CMP_EXPR = {
 
 
 class _Gen:
-    def __init__(self, plan: RulePlan, key: tuple[ir.Term, ...] | None = None) -> None:
+    def __init__(self, plan: RulePlan, key: tuple[ir.Term, ...] | None = None,
+                 virtual: frozenset[str] = frozenset(), first: bool = False,
+                 wide: Mapping[tuple[str, tuple[int, ...]], tuple[int, ...]] | None = None
+                 ) -> None:
         self.plan = plan
         self.lookup = key
+        self.first = first
+        self.wide = wide or {}
+        #: relations whose ``I[(rel, cols)]`` is a demand lookup (engine/demand.py ``Lookup``):
+        #: a lookup's function reads their kept answers itself (see :meth:`answer`)
+        self.virtual = virtual if key is not None else frozenset()
+        self.lookups: dict[tuple[str, tuple[int, ...]], tuple[str, str]] = {}
         self.names: dict[str, str] = {}
         self.lines: list[str] = []
         self.setup: list[str] = []
@@ -112,6 +127,24 @@ class _Gen:
                 self.setup.append(f"{name} = I[({rel!r}, {cols!r})]")
         return self.indexes[k]
 
+    def answer(self, rel: str, cols: tuple[int, ...], terms: Iterable[ir.Term]) -> str:
+        """Emit the rows of virtual ``rel`` whose ``cols`` equal ``terms`` into a fresh local
+        (named in the return value): the answer kept for the key, or the lookup's ``answer``
+        for a key without one. The same as ``Lookup.get`` without its call."""
+        k = (rel, cols)
+        if k not in self.lookups:
+            n = len(self.lookups)
+            self.lookups[k] = (f"lk{n}", f"tb{n}")
+            self.setup.append(f"lk{n} = I[({rel!r}, {cols!r})]")
+            self.setup.append(f"tb{n} = lk{n}.table")
+        lk, tb = self.lookups[k]
+        self.tmp += 1
+        key, got = f"_k{self.tmp}", f"_a{self.tmp}"
+        self.emit(f"{key} = {self.row(terms)}")
+        self.emit(f"{got} = {tb}.get({key})")
+        self.emit(f"if {got} is None: {got} = {lk}.answer({key})")
+        return got
+
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
 
@@ -119,13 +152,35 @@ class _Gen:
         self.emit(f"if {cond}:")
         self.depth += 1
 
+    def demand(self, rel: str, cols: tuple[int, ...], terms: tuple[ir.Term, ...]
+               ) -> tuple[str, list[tuple[int, ir.Term]]]:
+        """Emit the answer of a lookup on virtual ``rel``, from the coarser lookup when
+        :attr:`wide` names one: its local, and the (column, term) pairs its rows must still
+        be filtered on."""
+        wide = self.wide.get((rel, cols))
+        if wide is None:
+            return self.answer(rel, cols, terms), []
+        at = dict(zip(cols, terms, strict=True))
+        return (self.answer(rel, wide, tuple(at[c] for c in wide)),
+                [(c, t) for c, t in at.items() if c not in wide])
+
     def scan(self, s: Scan) -> None:
+        demand = s.rel in self.virtual and s.source == "full" and s.key_cols
         if len(s.key_cols) == s.arity:  # every column bound: a membership test
-            self.open_if(f"{self.row(s.key_terms)} in {self.rel(s.source, s.rel)}")
+            if demand:
+                got, rest = self.demand(s.rel, s.key_cols, s.key_terms)
+                self.open_if(f"{self.row(s.key_terms)} in {got}" if rest else got)
+            else:
+                self.open_if(f"{self.row(s.key_terms)} in {self.rel(s.source, s.rel)}")
             return
         checks: list[str] = []
         checked: set[int] = set()
-        if s.key_cols and s.source == "full":
+        if demand:
+            iterable, rest = self.demand(s.rel, s.key_cols, s.key_terms)
+            for col, t in rest:
+                checks.append(f"_c{col} == {self.term(t)}")
+                checked.add(col)
+        elif s.key_cols and s.source == "full":
             iterable = f"{self.index(s.rel, s.key_cols)}.get({self.key(s.key_terms)}, ())"
         else:  # a delta is scanned; bound columns become filters
             iterable = self.rel(s.source, s.rel)
@@ -159,7 +214,16 @@ class _Gen:
         elif isinstance(s, Assign):
             self.emit(f"{self.var(s.var)} = {self.term(s.value)}")
         elif isinstance(s, NegCheck):
-            if len(s.key_cols) == s.arity:
+            if s.rel in self.virtual and s.key_cols:
+                got, rest = self.demand(s.rel, s.key_cols, s.key_terms)
+                if not rest:
+                    self.open_if(f"not {got}")
+                elif len(s.key_cols) == s.arity:
+                    self.open_if(f"{self.row(s.key_terms)} not in {got}")
+                else:
+                    match = " and ".join(f"_r[{c}] == {self.term(t)}" for c, t in rest)
+                    self.open_if(f"not any({match} for _r in {got})")
+            elif len(s.key_cols) == s.arity:
                 self.open_if(f"{self.row(s.key_terms)} not in {self.rel('full', s.rel)}")
             elif not s.key_cols:
                 self.open_if(f"not {self.rel('full', s.rel)}")
@@ -190,18 +254,29 @@ class _Gen:
             self.emit(f"O({self.row(self.plan.head.args)})")
         else:  # with the rule's index: O is the answer dict's setdefault (first rule wins)
             self.emit(f"O({self.row(self.plan.head.args)}, {self.plan.rule.index})")
-        if self.lookup is not None and all(
-                isinstance(t, ir.Const) or t in self.lookup for t in self.plan.head.args):
-            self.emit("return")  # a membership test: the one possible row is found
+        if self.lookup is not None and (self.first or all(
+                isinstance(t, ir.Const) or t in self.lookup for t in self.plan.head.args)):
+            self.emit("return")  # a membership test (the one possible row is found), or first
+        if self.lookup is not None:  # bound once per read's view: the setup leaves the calls
+            header = ["def bind(F, I):", f"    # {self.plan.rule}"]
+            header += ["    " + x for x in self.setup]
+            header.append("    def run(O, B):")
+            body = ["    " + x for x in self.lines] + ["    return run"]
+            return "\n".join(header + body) + "\n"
         header = ["def run(F, D, I, O, B):", f"    # {self.plan.rule}"]
         header += ["    " + x for x in self.setup]
         return "\n".join(header + self.lines) + "\n"
 
 
-def generate(plan: RulePlan, key: tuple[ir.Term, ...] | None = None) -> str:
+def generate(plan: RulePlan, key: tuple[ir.Term, ...] | None = None,
+             virtual: frozenset[str] = frozenset(), first: bool = False,
+             wide: Mapping[tuple[str, tuple[int, ...]], tuple[int, ...]] | None = None) -> str:
     """The Python source for a plan (shown by ``grantlog`` debugging and tests); with ``key``,
-    a function taking the key tuple of a lookup as ``B`` (see the module docstring)."""
-    return _Gen(plan, key).source()
+    a function taking the key tuple of a lookup as ``B`` (see the module docstring), which
+    reads the kept answers of the ``virtual`` relations' lookups itself (those named in
+    ``wide`` from the coarser lookup on the columns given there, filtered), and with
+    ``first`` returns after the first head row."""
+    return _Gen(plan, key, virtual, first, wide).source()
 
 
 def key_binding(key: tuple[ir.Term, ...], values: tuple[ir.Value, ...]
@@ -218,36 +293,56 @@ def key_binding(key: tuple[ir.Term, ...], values: tuple[ir.Value, ...]
     return env
 
 
-def compile_plan(plan: RulePlan, key: tuple[ir.Term, ...] | None = None) -> RunFn:
-    """The plan as a Python function (see the module docstring; ``key`` as in
-    :func:`generate`)."""
-    loops = sum(1 for s in plan.steps if isinstance(s, Scan))
-    if loops > MAX_LOOPS or any(is_anon(t) for t in plan.head.args):
-        return _interpreted(plan, key)
-    src = generate(plan, key)
+def _exec(plan: RulePlan, src: str, name: str) -> Any:
+    """The function ``name`` the source defines, or None where Python refuses to compile it
+    (nested deeper than it allows: 100 indentation levels, a long run of negations or
+    comparisons opening one ``if`` each)."""
     scope: dict[str, Any] = {"_lt": _lt}
     try:
         code = compile(src, f"<rule {plan.rule.name}>", "exec")
     except (SyntaxError, RecursionError):
-        # nested deeper than Python allows (100 indentation levels: a long run of negations
-        # or comparisons opens one `if` each)
-        return _interpreted(plan, key)
+        return None
     exec(code, scope)
-    fn: RunFn = scope["run"]
+    return scope[name]
+
+
+def _too_deep(plan: RulePlan) -> bool:
+    loops = sum(1 for s in plan.steps if isinstance(s, Scan))
+    return loops > MAX_LOOPS or any(is_anon(t) for t in plan.head.args)
+
+
+def compile_plan(plan: RulePlan) -> RunFn:
+    """The plan as a Python function ``run(F, D, I, O, B)`` (see the module docstring)."""
+    fn: RunFn | None = None if _too_deep(plan) else _exec(plan, generate(plan), "run")
+    if fn is None:
+        return lambda F, D, I, O, B: interpret(plan, F, D, I, O, B)
     return fn
 
 
-def _interpreted(plan: RulePlan, key: tuple[ir.Term, ...] | None) -> RunFn:
-    if key is None:
-        return lambda F, D, I, O, B: interpret(plan, F, D, I, O, B)
+def compile_keyed(plan: RulePlan, key: tuple[ir.Term, ...],
+                  virtual: frozenset[str] = frozenset(), first: bool = False,
+                  wide: Mapping[tuple[str, tuple[int, ...]], tuple[int, ...]] | None = None
+                  ) -> Binder:
+    """The plan compiled for a lookup whose key is ``key`` (``virtual``, ``first`` and
+    ``wide`` as in :func:`generate`): ``bind(F, I)`` reads the relations, indexes and
+    lookups the body uses once and returns ``run(O, B)``, which answers one key. A read's
+    view binds each function once and calls it for every key it looks up."""
+    fn: Binder | None = (None if _too_deep(plan)
+                         else _exec(plan, generate(plan, key, virtual, first, wide), "bind"))
+    return _interpreted(plan, key) if fn is None else fn
+
+
+def _interpreted(plan: RulePlan, key: tuple[ir.Term, ...]) -> Binder:
     terms, rid = key, plan.rule.index
 
-    def run(F: Any, D: Any, I: Any, O: Any, B: Any) -> None:
-        env = key_binding(terms, B)
-        if env is not None:
-            for row in _rows(plan, F, D, lambda rel, cols: I[(rel, cols)], env):
-                O(row, rid)
-    return run
+    def bind(F: Any, I: Any) -> Callable[[Any, Any], None]:
+        def run(O: Any, B: Any) -> None:
+            env = key_binding(terms, B)
+            if env is not None:
+                for row in _rows(plan, F, None, lambda rel, cols: I[(rel, cols)], env):
+                    O(row, rid)
+        return run
+    return bind
 
 
 def _rows(plan: RulePlan, F: Any, D: Any, I: Any, B: Mapping[str, ir.Value]

@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import ir
-from .codegen import RunFn, compile_plan
-from .plan import is_anon, plan_bound
+from .codegen import Binder, RunFn, compile_keyed, compile_plan
+from .plan import NegCheck, RulePlan, Scan, is_anon, plan_bound
 from .stats import EXHAUSTIVE, Statistics
 
 Key = tuple[ir.Value, ...]
@@ -27,8 +27,10 @@ Key = tuple[ir.Value, ...]
 Answer = dict[ir.Row, int]
 #: relation -> looked-up columns -> key -> the answer
 Memo = dict[str, dict[tuple[int, ...], dict[Key, Answer]]]
-#: a rule's index and its function compiled for a lookup (it takes the key as ``B``)
-Call = tuple[int, RunFn]
+#: a rule's index and its function compiled for a lookup (bound, it takes the key as ``B``)
+Call = tuple[int, Binder]
+#: a rule's index and its lookup function bound to a read's view: ``run(O, key)``
+Bound = tuple[int, Callable[[Any, Any], None]]
 _ALL = [tuple(range(n)) for n in range(64)]
 #: a coarser lookup is used when it is estimated to return at most this many rows
 COARSE_ROWS = 16.0
@@ -45,14 +47,14 @@ class DemandPlans:
     by (rule, bound variables, atom order), which reasoners of one program may share."""
 
     def __init__(self, program: ir.Program,
-                 compiled: dict[tuple[Any, ...], RunFn] | None = None) -> None:
+                 compiled: dict[tuple[Any, ...], Any] | None = None) -> None:
         self.program = program
         self.rules: dict[str, list[ir.Rule]] = {}
         for r in program.rules:
             self.rules.setdefault(r.head.rel, []).append(r)
         self.cache: dict[tuple[int, frozenset[str]], RunFn] = {}
         #: functions compiled for lookups, by (rule index, the head's terms at the key)
-        self.keyed: dict[tuple[int, tuple[ir.Term, ...]], RunFn] = {}
+        self.keyed: dict[tuple[int, tuple[ir.Term, ...]], Binder] = {}
         self.compiled = {} if compiled is None else compiled
         self.stats: Statistics | None = None
         self.arity = {n: r.arity for n, r in program.relations.items()}
@@ -155,7 +157,7 @@ class DemandPlans:
             (lit.atom if isinstance(lit, ir.Neg) else lit).rel in scc
             for lit in rule.body if isinstance(lit, ir.Atom | ir.Neg))
 
-    def keyed_fn(self, rule: ir.Rule, key: tuple[ir.Term, ...]) -> RunFn:
+    def keyed_fn(self, rule: ir.Rule, key: tuple[ir.Term, ...]) -> Binder:
         """``rule`` compiled for a lookup whose key is ``key`` (the head's terms there), with
         the views it reads unfolded where that is safe (:meth:`unfold`)."""
         k = (rule.index, key)
@@ -164,13 +166,28 @@ class DemandPlans:
             bound = frozenset(t.name for t in key if isinstance(t, ir.Var))
             flat = self.unfold(rule)
             order = self.order(flat, bound)
-            ck = (rule.index, bound, order, key, flat.body)
+            plan = plan_bound(flat, set(bound), self.program.virtual, order)
+            wide = self.wide(plan)
+            ck = (rule.index, bound, order, key, flat.body, tuple(sorted(wide.items())))
             f = self.compiled.get(ck)
             if f is None:
-                f = self.compiled[ck] = compile_plan(
-                    plan_bound(flat, set(bound), self.program.virtual, order), key)
+                f = self.compiled[ck] = compile_keyed(plan, key, self.program.virtual,
+                                                      wide=wide)
             self.keyed[k] = f
         return f
+
+    def wide(self, plan: RulePlan) -> dict[tuple[str, tuple[int, ...]], tuple[int, ...]]:
+        """The lookups of virtual relations in ``plan`` that generated code answers from a
+        coarser lookup (:meth:`coarse`): ``(relation, columns) -> the coarser columns``. The
+        function filters the coarser answer itself, which keeps no narrowed answer: a
+        membership test on a small answer costs less than keeping one per key."""
+        out = {}
+        for s in plan.steps:
+            if isinstance(s, Scan | NegCheck) and s.rel in self.program.virtual and s.key_cols:
+                c = self.coarse(s.rel, s.key_cols)
+                if c is not None:
+                    out[(s.rel, s.key_cols)] = c.cols
+        return out
 
     def unfold(self, rule: ir.Rule) -> ir.Rule:
         """``rule`` with each positive body atom of a view replaced by the view's body, while
@@ -314,9 +331,17 @@ class DemandContext:
                               tuple[dict[ir.Row, int], int, int]] = {}
         self.pending: list[tuple[str, tuple[int, ...], Key]] = []
         self.F = _Relations(self)
+        self.bound: dict[Binder, Callable[[Any, Any], None]] = {}
 
     def index(self, rel: str, cols: tuple[int, ...]) -> Any:
         return self.indexes[(rel, cols)]
+
+    def bind(self, fn: Binder) -> Callable[[Any, Any], None]:
+        """A function compiled for a lookup, bound to this view (once)."""
+        got = self.bound.get(fn)
+        if got is None:
+            got = self.bound[fn] = fn(self.F, self.indexes)
+        return got
 
     def lookup_of(self, rel: str, cols: tuple[int, ...]) -> Lookup:
         """The :class:`Lookup` of virtual ``rel`` on ``cols`` (made once per context)."""
@@ -523,8 +548,8 @@ class Lookup:
     answers, how a new key is answered (from a coarser lookup, tabled, or by running the
     rules the key selects), and the face of a hash index (``get``) for generated code."""
 
-    __slots__ = ("by", "coarse", "cols", "ctx", "cyclic", "plain", "point", "pos", "recursive",
-                 "rel", "rest", "single", "table")
+    __slots__ = ("bound", "by", "coarse", "cols", "ctx", "cyclic", "plain", "point", "pos",
+                 "recursive", "rel", "rest", "single", "stored", "table")
 
     def __init__(self, ctx: DemandContext, rel: str, cols: tuple[int, ...]) -> None:
         self.ctx, self.rel, self.cols = ctx, rel, cols
@@ -537,6 +562,23 @@ class Lookup:
         self.pos, self.by, self.rest, self.plain = d.pos, d.by, d.rest, d.plain
         #: the rules that read their own component (the only ones a round can change)
         self.cyclic = d.cyclic
+        #: whether base facts are stored for the relation (a context lives no longer than the
+        #: stored rows it reads: any transaction makes a new one)
+        self.stored = bool(ctx.full.get(rel))
+        #: the rules bound to this view (:meth:`calls`), by the key's value at ``pos`` (None:
+        #: the rules for any other value)
+        self.bound: dict[ir.Value | None, tuple[Bound, ...]] = {}
+
+    def calls(self, key: Key) -> tuple[Bound, ...]:
+        """The rules answering ``key`` (selected by its value at ``pos``), bound to this
+        view: each rule's relations, indexes and lookups are read once per view."""
+        v = None if self.pos < 0 or key[self.pos] not in self.by else key[self.pos]
+        got = self.bound.get(v)
+        if got is None:
+            F, index = self.ctx.F, self.ctx.indexes
+            got = self.bound[v] = tuple((rid, bind(F, index)) for rid, bind
+                                        in (self.rest if v is None else self.by[v]))
+        return got
 
     def get(self, k: Any, default: Any = None) -> Any:
         key = (k,) if self.single else k
@@ -553,7 +595,15 @@ class Lookup:
             return self.ctx.tabled(self, key)
         # outside recursion no call can meet itself, and nothing it reads is partial
         out: dict[ir.Row, int] = {}
-        self.fill(key, out)
+        if self.stored:
+            self.fill(key, out)
+        else:  # fill's loop, without its call (most lookups of a check come here)
+            add = out.setdefault
+            calls = self.bound.get(key[self.pos] if self.pos >= 0 else None)
+            for _, fn in self.calls(key) if calls is None else calls:
+                fn(add, key)
+                if out and self.point:
+                    break
         self.table[key] = out
         self.ctx.entries += 1
         return out
@@ -573,11 +623,11 @@ class Lookup:
                 out.update(dict.fromkeys(ctx.base_index(self.rel, self.cols).get(k, ()),
                                          STORED))
         add = out.setdefault  # the generated functions pass their rule's index
-        F, index, point = ctx.F, ctx.indexes, self.point
-        calls = self.rest if self.pos < 0 else self.by.get(key[self.pos], self.rest)
+        point = self.point
+        calls = self.calls(key)
         if again:
             calls = tuple(c for c in calls if c[0] in self.cyclic)
         for _, fn in calls:
             if point and out:
                 return
-            fn(F, None, index, add, key)
+            fn(add, key)

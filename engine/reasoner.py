@@ -14,12 +14,12 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from . import ir, symmetry
-from .codegen import RunFn, compile_plan, solve
+from .codegen import Binder, RunFn, compile_keyed, compile_plan, solve
 from .compiler import compile_goal
 from .database import Database, UniqueIndex
 from .demand import DemandContext, DemandPlans, Memo
@@ -46,14 +46,10 @@ class _ReasonPlan:
 
     names: tuple[str, ...]  # the body's named variables, as the premise function emits them
     head: tuple[tuple[int, str], ...]  # (column, variable) of the head's variables
-    fn: RunFn  # the body (views unfolded) with the head's variables bound
+    fn: Binder  # the body (views unfolded), keyed by the head's terms: its first instance
     #: per body atom of a derived relation: (relation, columns, terms there, its one rule
     #: when it is an unfolded view)
     premises: tuple[tuple[str, tuple[int, ...], tuple[ir.Term, ...], ir.Rule | None], ...]
-
-
-class _Found(Exception):
-    """Stops a premise search at its first instance (:meth:`Reasoner._premises`)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +61,12 @@ class Decision:
 
     def __bool__(self) -> bool:
         return self.allowed
+
+
+#: every denial is this one decision (decisions are immutable), and every allowed one that a
+#: base fact of the decision relation decides
+DENIED = Decision(False, ())
+FACT = Decision(True, ())
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,8 @@ class Reasoner:
         #: what listing needs to group interchangeable resources (see :meth:`_kinds`)
         self._symmetry: tuple[dict[str, tuple[int, ...]], set[ir.Value]] | None = None
         self.stats: EvalStats | None = None
+        self._decision_rel: str | None = None  # checked once (:meth:`_decision`)
+        self._allowed: dict[tuple[str, ...], Decision] = {}
 
     # -- updates ------------------------------------------------------------------------------
 
@@ -372,9 +376,17 @@ class Reasoner:
         """A read's view: materialized relations, and virtual ones evaluated on demand. The
         previous read's view is used again (with the views of relations and indexes it made)
         while nothing changed: no transaction, no new plans, no answers dropped."""
+        last, db = self._last, self._db
+        if (last is not None and db is not None and last.full is db.full
+                and not (last.stack or last.pending or last.incomplete)
+                and self._memo_entries + last.entries <= MEMO_LIMIT):
+            # the common case, inline: nothing changed since the last read (a transaction,
+            # a rebuild and a re-plan each drop ``_last``), and the kept answers fit
+            self._memo_entries += last.entries
+            last.entries = 0
+            return last
         db = self._database()
         replanned = self._replan(db)
-        last = self._last
         if last is not None:
             self._memo_entries += last.entries
             last.entries = 0
@@ -407,12 +419,18 @@ class Reasoner:
             try:
                 yield
             except RecursionError:
-                raise GrantlogError([error(
-                    "evaluation-too-deep",
-                    "goal-directed evaluation nests deeper than the interpreter's stack allows",
-                    Span("<api>", 0, 0, 0, 0),
-                    "mark some intermediate relations `@materialize` so they are computed "
-                    "bottom-up")]) from None
+                self._too_deep()
+
+    @staticmethod
+    def _too_deep() -> NoReturn:
+        """Goal-directed evaluation overflowed the stack: a diagnostic, from the except
+        clause that caught the RecursionError."""
+        raise GrantlogError([error(
+            "evaluation-too-deep",
+            "goal-directed evaluation nests deeper than the interpreter's stack allows",
+            Span("<api>", 0, 0, 0, 0),
+            "mark some intermediate relations `@materialize` so they are computed "
+            "bottom-up")]) from None
 
     def view(self) -> DemandContext:
         """The current state as generated rule code reads it (``F``, ``index``); valid until
@@ -467,12 +485,16 @@ class Reasoner:
         return bool(self.query(goal))
 
     def _decision(self) -> str:
+        rel = self._decision_rel
+        if rel is not None:
+            return rel
         rel = self.program.decision
         r = self._relation(rel)
         if r.arity != 3:
             raise GrantlogError([error("arity-mismatch",
                                        f"decision relation `{rel}` must have 3 columns",
                                        r.span or Span("<api>", 0, 0, 0, 0))])
+        self._decision_rel = rel
         return rel
 
     def check(self, subject: str, operation: str, resource: str) -> Decision:
@@ -484,9 +506,11 @@ class Reasoner:
         """
         rel = self._decision()
         row = (subject, operation, resource)
-        with self._read():
-            ctx = self._context()
-            return self._decide(ctx, rel, row)
+        with self._lock:  # what _read does, without a generator (checks are the hot path)
+            try:
+                return self._decide(self._context(), rel, row)
+            except RecursionError:
+                self._too_deep()
 
     def _decide(self, ctx: DemandContext, rel: str, row: ir.Row) -> Decision:
         """The decision with cheap reasons (Cedar's "determining policies"): the rule that
@@ -496,15 +520,15 @@ class Reasoner:
         if rel in self.program.virtual:
             got = ctx.demand(rel, (0, 1, 2), row)
             if not got:
-                return Decision(False, ())
+                return DENIED
             rid = got[row]
             rule = self.program.rules[rid] if rid >= 0 else None
         else:
             if row not in ctx.F[rel]:
-                return Decision(False, ())
+                return DENIED
             rule = self._deriving_rule(ctx, rel, row)
         if rule is None:  # a base fact of the decision relation
-            return Decision(True, ())
+            return FACT
         plan = self._reason_plans.get(rule.index)
         if plan is None:
             plan = self._reason_plans[rule.index] = self._reason_plan(rule)
@@ -518,7 +542,11 @@ class Reasoner:
                 sub = self._rule_of(ctx, prel, cols, key)
             if sub is not None and sub.name not in reasons:
                 reasons.append(sub.name)
-        return Decision(True, tuple(reasons))
+        names = tuple(reasons)
+        decision = self._allowed.get(names)
+        if decision is None:  # one per list of reasons (immutable: shared)
+            decision = self._allowed[names] = Decision(True, names)
+        return decision
 
     def _reason_plan(self, rule: ir.Rule) -> _ReasonPlan:
         """What :meth:`_decide` needs of a deciding rule, computed once per plans."""
@@ -532,7 +560,9 @@ class Reasoner:
         order = self._plans.order(flat, bound)
         probe = ir.Rule(rule.index, rule.name, ir.Atom("<premises>", tuple(map(ir.Var, names))),
                         flat.body)
-        fn = compile_plan(plan_bound(probe, set(bound), self.program.virtual, order))
+        pplan = plan_bound(probe, set(bound), self.program.virtual, order)
+        fn = compile_keyed(pplan, rule.head.args, self.program.virtual, first=True,
+                           wide=self._plans.wide(pplan))
         premises = []
         for lit in rule.body:
             if not isinstance(lit, ir.Atom) or lit.rel not in self._plans.rules:
@@ -549,16 +579,10 @@ class Reasoner:
         """The first binding of the rule's named body variables with its head equal to
         ``row``."""
         env = {n: row[i] for i, n in plan.head}
-        first: list[ir.Row] = []
-
-        def take(r: ir.Row) -> None:
-            first.append(r)
-            raise _Found  # the first instance is enough: stop the loops
-
-        try:
-            plan.fn(ctx.F, None, ctx.index, take, env)
-        except _Found:
-            env.update(zip(plan.names, first[0], strict=True))
+        out: dict[ir.Row, int] = {}
+        ctx.bind(plan.fn)(out.setdefault, row)  # stops at the first instance
+        for first in out:
+            env.update(zip(plan.names, first, strict=True))
         return env
 
     def _rule_of(self, ctx: DemandContext, rel: str, cols: tuple[int, ...],

@@ -173,12 +173,16 @@ def test_later_rounds_of_a_tabled_call_run_only_the_rules_that_recurse(
     keyed_fn = DemandPlans.keyed_fn
 
     def counting(self: DemandPlans, rule: Any, key: Any) -> Any:
-        fn = keyed_fn(self, rule, key)
+        bind = keyed_fn(self, rule, key)
 
-        def run(*args: Any) -> Any:
-            runs[rule.name] = runs.get(rule.name, 0) + 1
-            return fn(*args)
-        return run
+        def bind_counting(F: Any, index: Any) -> Any:
+            fn = bind(F, index)
+
+            def run(*args: Any) -> Any:
+                runs[rule.name] = runs.get(rule.name, 0) + 1
+                return fn(*args)
+            return run
+        return bind_counting
 
     monkeypatch.setattr(DemandPlans, "keyed_fn", counting)
     program = grantlog.compile(text)

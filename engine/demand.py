@@ -65,6 +65,7 @@ class DemandPlans:
                     for r in st.relations}
         self._coarse: dict[tuple[str, tuple[int, ...]], Coarse | None] = {}
         self._calls: dict[tuple[str, tuple[int, ...]], Dispatch] = {}
+        self._closure: dict[str, Closure | None] = {}
         #: views unfolded into the plans made since :meth:`use` (see :meth:`unfold`)
         self.unfolded: set[str] = set()
         self._orders: dict[tuple[int, frozenset[str]],
@@ -145,6 +146,29 @@ class DemandPlans:
                                   if not any(rid in cyclic for rid, _ in fs))
                 got = Dispatch(pos, by, rest, plain, cyclic)
             self._calls[k] = got
+        return got
+
+    def closure(self, rel: str) -> Closure | None:
+        """How ``rel`` is answered by a graph search, when its rules are exactly a transitive
+        closure of a stored binary relation ``edge``: ``rel(X, Y) :- edge(X, Y).`` and
+        ``rel(X, Y) :- rel(X, Z), edge(Z, Y).`` (or ``edge(X, Z), rel(Z, Y)``), in any order.
+        A lookup on either column then walks ``edge``'s index from the key (each node once:
+        cycles end the walk) instead of tabling the recursion, a few index reads per level of
+        the hierarchy (:meth:`DemandContext.closure`)."""
+        if rel in self._closure:
+            return self._closure[rel]
+        got = None
+        rules = self.rules.get(rel, ())
+        if (len(rules) == 2 and rel in self.program.virtual
+                and self.scc.get(rel) == frozenset({rel})):
+            exits = [r for r in rules if _closure_exit(r, self.program) is not None]
+            if len(exits) == 1:
+                ex = exits[0]
+                edge = _closure_exit(ex, self.program)
+                step = rules[1] if rules[0] is ex else rules[0]
+                if edge is not None and _closure_step(step, edge):
+                    got = Closure(edge, ex.index, step.index)
+        self._closure[rel] = got
         return got
 
     def cyclic(self, rule: ir.Rule) -> bool:
@@ -247,6 +271,46 @@ class DemandPlans:
         return f
 
 
+def _vars(args: tuple[ir.Term, ...]) -> tuple[str, ...] | None:
+    """The names of ``args`` when all are distinct named variables."""
+    names = tuple(t.name for t in args if isinstance(t, ir.Var) and not is_anon(t))
+    return names if len(names) == len(args) == len(set(names)) else None
+
+
+def _closure_exit(rule: ir.Rule, program: ir.Program) -> str | None:
+    """The edge relation when ``rule`` is ``rel(X, Y) :- edge(X, Y).`` with ``edge`` stored
+    (not virtual) and binary."""
+    head = _vars(rule.head.args)
+    if head is None or len(head) != 2 or len(rule.body) != 1:
+        return None
+    lit = rule.body[0]
+    if (not isinstance(lit, ir.Atom) or lit.rel == rule.head.rel or lit.rel in program.virtual
+            or _vars(lit.args) != head):
+        return None
+    return lit.rel
+
+
+def _closure_step(rule: ir.Rule, edge: str) -> bool:
+    """Whether ``rule`` is ``rel(X, Y) :- rel(X, Z), edge(Z, Y).`` or ``rel(X, Y) :-
+    edge(X, Z), rel(Z, Y).`` (body in any order)."""
+    head = _vars(rule.head.args)
+    if head is None or len(rule.body) != 2:
+        return False
+    if not all(isinstance(lit, ir.Atom) for lit in rule.body):
+        return False
+    atoms = {lit.rel: lit for lit in rule.body if isinstance(lit, ir.Atom)}
+    rec, ed = atoms.get(rule.head.rel), atoms.get(edge)
+    if rec is None or ed is None:
+        return False
+    r, e = _vars(rec.args), _vars(ed.args)
+    if r is None or e is None:
+        return False
+    x, y = head
+    left = r[0] == x and e[1] == y and r[1] == e[0]  # rel(X, Z), edge(Z, Y)
+    right = e[0] == x and r[1] == y and e[1] == r[0]  # edge(X, Z), rel(Z, Y)
+    return (left or right) and len({x, y, r[1] if left else e[1]}) == 3
+
+
 def _instantiate(view: ir.Rule, atom: ir.Atom, suffix: str) -> list[ir.Lit]:
     """The body of ``view`` for ``atom``: head variables replaced by the atom's arguments
     (an anonymous argument by a fresh variable, as the body may use it more than once), the
@@ -283,6 +347,17 @@ class Dispatch:
     plain: frozenset[ir.Value] = frozenset()
     #: the rules (by index) that read their head's strongly connected component
     cyclic: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class Closure:
+    """A relation answered as the transitive closure of ``edge`` (:meth:`DemandPlans.
+    closure`): rows over a direct edge are recorded as derived by rule ``exit``, the others
+    by rule ``step``."""
+
+    edge: str
+    exit: int
+    step: int
 
 
 @dataclass(frozen=True)
@@ -384,6 +459,38 @@ class DemandContext:
             lk.table[key] = narrow
             self.entries += 1
         return narrow
+
+    def closure(self, lk: Lookup, key: Key) -> dict[ir.Row, int]:
+        """A lookup of a transitive closure (:meth:`DemandPlans.closure`) on one column: a
+        breadth-first walk of the edge relation's index from the key, nearest rows first;
+        on both columns, the walk from the second, filtered. Complete at once: kept."""
+        c = lk.closure
+        assert c is not None
+        if lk.point:  # (X, Y): X among the nodes above Y
+            above = self.demand(lk.rel, (1,), key[1:])
+            out = {key: above[key]} if key in above else {}
+        else:
+            forward = lk.cols == (0,)
+            index = self.base_index(c.edge, (0,) if forward else (1,))
+            start = key[0]
+            out = {}
+            queue = [start]
+            seen = {start}
+            rid = c.exit
+            for node in queue:  # the queue grows while it is walked
+                for a, b in index.get(node, ()):
+                    nxt = b if forward else a
+                    if nxt not in seen or nxt == start:
+                        row = (start, nxt) if forward else (nxt, start)
+                        if row not in out:
+                            out[row] = rid
+                        if nxt not in seen:
+                            seen.add(nxt)
+                            queue.append(nxt)
+                rid = c.step
+        lk.table[key] = out
+        self.entries += 1
+        return out
 
     def tabled(self, lk: Lookup, key: Key) -> dict[ir.Row, int]:
         """Rows of a recursive virtual relation, tabled.
@@ -548,8 +655,8 @@ class Lookup:
     answers, how a new key is answered (from a coarser lookup, tabled, or by running the
     rules the key selects), and the face of a hash index (``get``) for generated code."""
 
-    __slots__ = ("bound", "by", "coarse", "cols", "ctx", "cyclic", "plain", "point", "pos",
-                 "recursive", "rel", "rest", "single", "stored", "table")
+    __slots__ = ("bound", "by", "closure", "coarse", "cols", "ctx", "cyclic", "plain", "point",
+                 "pos", "recursive", "rel", "rest", "single", "stored", "table")
 
     def __init__(self, ctx: DemandContext, rel: str, cols: tuple[int, ...]) -> None:
         self.ctx, self.rel, self.cols = ctx, rel, cols
@@ -565,6 +672,9 @@ class Lookup:
         #: whether base facts are stored for the relation (a context lives no longer than the
         #: stored rows it reads: any transaction makes a new one)
         self.stored = bool(ctx.full.get(rel))
+        #: a transitive closure looked up on one or both columns, without stored rows: a
+        #: graph search answers it (:meth:`DemandContext.closure`)
+        self.closure = (ctx.plans.closure(rel) if cols and not self.stored else None)
         #: the rules bound to this view (:meth:`calls`), by the key's value at ``pos`` (None:
         #: the rules for any other value)
         self.bound: dict[ir.Value | None, tuple[Bound, ...]] = {}
@@ -589,6 +699,8 @@ class Lookup:
 
     def answer(self, key: Key) -> dict[ir.Row, int]:
         """The rows for a key with no kept answer."""
+        if self.closure is not None:
+            return self.ctx.closure(self, key)
         if self.coarse is not None:
             return self.ctx.narrowed(self, key)
         if self.recursive and not (self.plain and key[self.pos] in self.plain):

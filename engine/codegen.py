@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from . import ir
+from .database import UniqueIndex
 from .plan import Assign, Filter, NegCheck, RulePlan, Scan, Step, is_anon
 
 RunFn = Callable[..., None]
@@ -125,7 +126,19 @@ class _Gen:
                 self.setup.append(f"{name} = I({rel!r}, {cols!r})")
             else:  # a lookup's function reads the indexes from a mapping (one C-level get)
                 self.setup.append(f"{name} = I[({rel!r}, {cols!r})]")
+                self.setup.append(f"u{name} = type({name}) is _Unique")
         return self.indexes[k]
+
+    def bucket(self, rel: str, cols: tuple[int, ...], key: str) -> str:
+        """The rows of a stored index under ``key``, as an expression. A lookup's function
+        reads a :class:`~engine.database.UniqueIndex` (one row per key, kept bare) with
+        ``dict.get`` and wraps the row itself: no call of the index's Python ``get``."""
+        ix = self.index(rel, cols)
+        if self.lookup is None:
+            return f"{ix}.get({key}, ())"
+        self.tmp += 1
+        r = f"_r{self.tmp}"
+        return f"((({r},) if u{ix} else {r}) if ({r} := _dget({ix}, {key})) is not None else ())"
 
     def answer(self, rel: str, cols: tuple[int, ...], terms: Iterable[ir.Term]) -> str:
         """Emit the rows of virtual ``rel`` whose ``cols`` equal ``terms`` into a fresh local
@@ -181,7 +194,7 @@ class _Gen:
                 checks.append(f"_c{col} == {self.term(t)}")
                 checked.add(col)
         elif s.key_cols and s.source == "full":
-            iterable = f"{self.index(s.rel, s.key_cols)}.get({self.key(s.key_terms)}, ())"
+            iterable = self.bucket(s.rel, s.key_cols, self.key(s.key_terms))
         else:  # a delta is scanned; bound columns become filters
             iterable = self.rel(s.source, s.rel)
             for col, t in zip(s.key_cols, s.key_terms, strict=True):
@@ -297,7 +310,7 @@ def _exec(plan: RulePlan, src: str, name: str) -> Any:
     """The function ``name`` the source defines, or None where Python refuses to compile it
     (nested deeper than it allows: 100 indentation levels, a long run of negations or
     comparisons opening one ``if`` each)."""
-    scope: dict[str, Any] = {"_lt": _lt}
+    scope: dict[str, Any] = {"_lt": _lt, "_dget": dict.get, "_Unique": UniqueIndex}
     try:
         code = compile(src, f"<rule {plan.rule.name}>", "exec")
     except (SyntaxError, RecursionError):

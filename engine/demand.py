@@ -19,6 +19,7 @@ from typing import Any
 
 from . import ir
 from .codegen import Binder, RunFn, compile_keyed, compile_plan
+from .database import UniqueIndex
 from .plan import NegCheck, RulePlan, Scan, is_anon, plan_bound
 from .stats import EXHAUSTIVE, Statistics
 
@@ -477,8 +478,14 @@ class DemandContext:
             queue = [start]
             seen = {start}
             rid = c.exit
+            unique = type(index) is UniqueIndex  # its one row per key read without a call
             for node in queue:  # the queue grows while it is walked
-                for a, b in index.get(node, ()):
+                if unique:
+                    row = dict.get(index, node)
+                    rows: Any = () if row is None else (row,)
+                else:
+                    rows = index.get(node, ())
+                for a, b in rows:
                     nxt = b if forward else a
                     if nxt not in seen or nxt == start:
                         row = (start, nxt) if forward else (nxt, start)

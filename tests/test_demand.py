@@ -219,3 +219,23 @@ frozen(q).
         assert on_demand.query(goal) == materialized.query(goal), goal
     assert {b["O"] for b in on_demand.query("allowed(u, O)")} == set()
     assert {b["O"] for b in on_demand.query("allowed(v, O)")} == {"a"}
+
+
+def test_lookup_functions_read_unique_and_ordinary_indexes() -> None:
+    """A stored index with one row per key keeps the row bare (engine/database.py
+    ``UniqueIndex``); generated lookup functions read it without its ``get``, and a view
+    made after the index became ordinary reads that one."""
+    from grantlog.engine.database import UniqueIndex
+
+    text = ("rel parent(c, p).\nrel label(o, l).\n@demand rel up(c, l).\n"
+            "up(C, L) :- parent(C, P), label(P, L).\n"
+            "parent(a, b). parent(d, b). label(b, x).\n")
+    r = grantlog.Reasoner(grantlog.compile(text))
+    assert r.query("up(a, L)") == [{"L": "x"}]
+    indexes = r.database().indexes
+    assert type(indexes[("parent", (0,))]) is UniqueIndex
+    r.insert("parent", [("a", "c")])
+    r.insert("label", [("c", "y"), ("b", "z")])
+    assert type(r.database().indexes[("parent", (0,))]) is not UniqueIndex
+    assert r.query("up(a, L)") == [{"L": "x"}, {"L": "y"}, {"L": "z"}]
+    assert r.query("up(d, L)") == [{"L": "x"}, {"L": "z"}]

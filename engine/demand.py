@@ -476,9 +476,10 @@ class DemandContext:
             start = key[0]
             out = {}
             queue = [start]
-            seen = {start}
             rid = c.exit
             unique = type(index) is UniqueIndex  # its one row per key read without a call
+            # each node reached is walked once: its row is new once (the start again only
+            # through a cycle, and then its rows are all known)
             for node in queue:  # the queue grows while it is walked
                 if unique:
                     row = dict.get(index, node)
@@ -487,13 +488,10 @@ class DemandContext:
                     rows = index.get(node, ())
                 for a, b in rows:
                     nxt = b if forward else a
-                    if nxt not in seen or nxt == start:
-                        row = (start, nxt) if forward else (nxt, start)
-                        if row not in out:
-                            out[row] = rid
-                        if nxt not in seen:
-                            seen.add(nxt)
-                            queue.append(nxt)
+                    row = (start, nxt) if forward else (nxt, start)
+                    if row not in out:
+                        out[row] = rid
+                        queue.append(nxt)
                 rid = c.step
         lk.table[key] = out
         self.entries += 1

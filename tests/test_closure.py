@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import itertools
 
+from grantlog.engine.demand import Closure, DemandPlans
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from grantlog.engine.demand import Closure, DemandPlans
 
 import grantlog
 

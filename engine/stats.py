@@ -67,7 +67,7 @@ class Statistics:
         for r in program.rules:
             self.rules.setdefault(r.head.rel, []).append(r)
         self._distinct: dict[tuple[str, int], int] = {}
-        self._weighted: dict[tuple[Any, ...], float] = {}
+        self._weighted: dict[tuple[str, tuple[int, ...]], float] = {}
         self._samples: dict[str, list[ir.Row]] = {}
         self._virtual: dict[tuple[str, tuple[int, ...]], Estimate] = {}
         self._active: set[tuple[str, tuple[int, ...]]] = set()
@@ -120,36 +120,26 @@ class Statistics:
             return min(1.0, f)
         return max(1.0, self.weighted(rel, tuple(cols)))
 
-    def weighted(self, rel: str, cols: tuple[int, ...],
-                 where: tuple[tuple[int, ir.Value], ...] = ()) -> float:
+    def weighted(self, rel: str, cols: tuple[int, ...]) -> float:
         """The expected number of rows sharing the key of a random row (Σ count² / n over
         the keys on ``cols``). Unlike n / distinct it sees skew: keys taken from other
         relations' rows (join keys) hit the big buckets more often than the small ones —
-        a catalog carries far more grants than a table. ``where``: (column, value) pairs
-        the rows hold (an atom's constants, ``grant(R, P, A, deny)``): among those rows
-        only, so a rare constant makes its lookup selective (0 when no row holds them).
-        Exact up to :data:`SAMPLE` rows, estimated from a sample of that many beyond."""
-        k = (rel, cols, where)
+        a catalog carries far more grants than a table. Exact up to :data:`SAMPLE` rows,
+        estimated from a sample of that many beyond."""
+        k = (rel, cols)
         got = self._weighted.get(k)
         if got is not None:
             return got
         rows: Any = self.full.get(rel) or ()
         n = len(rows)
         key = itemgetter(*cols)
-        big = n > SAMPLE
-        picked: Any = self._sample(rel) if big else rows
-        if where:
-            picked = [row for row in picked if all(row[c] == v for c, v in where)]
-        m = len(picked)
-        if not big:
-            counts = Counter(map(key, picked))
-            got = sum(c * c for c in counts.values()) / m if m else 0.0
-        elif m < 2:
-            got = float(m)
-        else:  # the matching rows of the whole relation, estimated from the sample's
-            total = m * n / SAMPLE
-            pairs = sum(c * (c - 1) for c in Counter(map(key, picked)).values())
-            got = 1.0 + pairs * (total - 1) / (m * (m - 1))
+        if n <= SAMPLE:
+            counts = Counter(map(key, rows))
+            got = sum(c * c for c in counts.values()) / n if n else 0.0
+        else:
+            sample = self._sample(rel)
+            pairs = sum(m * (m - 1) for m in Counter(map(key, sample)).values())
+            got = 1.0 + pairs * (n - 1) / (SAMPLE * (SAMPLE - 1))
         self._weighted[k] = got
         return got
 
@@ -191,10 +181,6 @@ class Statistics:
 
     def _atom(self, a: ir.Atom, bound: set[str]) -> Estimate:
         cols = tuple(c for c, t in enumerate(a.args) if _bound(t, bound))
-        if a.rel not in self.virtual and 0 < len(cols) < len(a.args) and self.size(a.rel):
-            where = tuple((c, t.value) for c, t in enumerate(a.args) if isinstance(t, ir.Const))
-            if where:  # the bucket sizes of the rows holding the atom's constants
-                return (max(1.0, self.weighted(a.rel, cols, where)), 1.0)
         return self.estimate(a.rel, cols, len(a.args))
 
     def _best(self, body: Sequence[ir.Lit], bound: set[str]) -> tuple[list[int], float, float]:

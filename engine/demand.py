@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import ir
+from .closure import Closure, detect, walk
 from .codegen import Binder, RunFn, compile_keyed, compile_plan
-from .database import UniqueIndex
 from .plan import NegCheck, RulePlan, Scan, is_anon, plan_bound
 from .stats import EXHAUSTIVE, Statistics
 
@@ -156,21 +156,12 @@ class DemandPlans:
         A lookup on either column then walks ``edge``'s index from the key (each node once:
         cycles end the walk) instead of tabling the recursion, a few index reads per level of
         the hierarchy (:meth:`DemandContext.closure`)."""
-        if rel in self._closure:
-            return self._closure[rel]
-        got = None
-        rules = self.rules.get(rel, ())
-        if (len(rules) == 2 and rel in self.program.virtual
-                and self.scc.get(rel) == frozenset({rel})):
-            exits = [r for r in rules if _closure_exit(r, self.program) is not None]
-            if len(exits) == 1:
-                ex = exits[0]
-                edge = _closure_exit(ex, self.program)
-                step = rules[1] if rules[0] is ex else rules[0]
-                if edge is not None and _closure_step(step, edge):
-                    got = Closure(edge, ex.index, step.index)
-        self._closure[rel] = got
-        return got
+        if rel not in self._closure:
+            self._closure[rel] = (
+                detect(self.rules.get(rel, ()), self.program)
+                if rel in self.program.virtual and self.scc.get(rel) == frozenset({rel})
+                else None)
+        return self._closure[rel]
 
     def cyclic(self, rule: ir.Rule) -> bool:
         """Whether ``rule`` reads its head's component (can recurse). A rule that does not,
@@ -272,46 +263,6 @@ class DemandPlans:
         return f
 
 
-def _vars(args: tuple[ir.Term, ...]) -> tuple[str, ...] | None:
-    """The names of ``args`` when all are distinct named variables."""
-    names = tuple(t.name for t in args if isinstance(t, ir.Var) and not is_anon(t))
-    return names if len(names) == len(args) == len(set(names)) else None
-
-
-def _closure_exit(rule: ir.Rule, program: ir.Program) -> str | None:
-    """The edge relation when ``rule`` is ``rel(X, Y) :- edge(X, Y).`` with ``edge`` stored
-    (not virtual) and binary."""
-    head = _vars(rule.head.args)
-    if head is None or len(head) != 2 or len(rule.body) != 1:
-        return None
-    lit = rule.body[0]
-    if (not isinstance(lit, ir.Atom) or lit.rel == rule.head.rel or lit.rel in program.virtual
-            or _vars(lit.args) != head):
-        return None
-    return lit.rel
-
-
-def _closure_step(rule: ir.Rule, edge: str) -> bool:
-    """Whether ``rule`` is ``rel(X, Y) :- rel(X, Z), edge(Z, Y).`` or ``rel(X, Y) :-
-    edge(X, Z), rel(Z, Y).`` (body in any order)."""
-    head = _vars(rule.head.args)
-    if head is None or len(rule.body) != 2:
-        return False
-    if not all(isinstance(lit, ir.Atom) for lit in rule.body):
-        return False
-    atoms = {lit.rel: lit for lit in rule.body if isinstance(lit, ir.Atom)}
-    rec, ed = atoms.get(rule.head.rel), atoms.get(edge)
-    if rec is None or ed is None:
-        return False
-    r, e = _vars(rec.args), _vars(ed.args)
-    if r is None or e is None:
-        return False
-    x, y = head
-    left = r[0] == x and e[1] == y and r[1] == e[0]  # rel(X, Z), edge(Z, Y)
-    right = e[0] == x and r[1] == y and e[1] == r[0]  # edge(X, Z), rel(Z, Y)
-    return (left or right) and len({x, y, r[1] if left else e[1]}) == 3
-
-
 def _instantiate(view: ir.Rule, atom: ir.Atom, suffix: str) -> list[ir.Lit]:
     """The body of ``view`` for ``atom``: head variables replaced by the atom's arguments
     (an anonymous argument by a fresh variable, as the body may use it more than once), the
@@ -348,17 +299,6 @@ class Dispatch:
     plain: frozenset[ir.Value] = frozenset()
     #: the rules (by index) that read their head's strongly connected component
     cyclic: frozenset[int] = frozenset()
-
-
-@dataclass(frozen=True)
-class Closure:
-    """A relation answered as the transitive closure of ``edge`` (:meth:`DemandPlans.
-    closure`): rows over a direct edge are recorded as derived by rule ``exit``, the others
-    by rule ``step``."""
-
-    edge: str
-    exit: int
-    step: int
 
 
 @dataclass(frozen=True)
@@ -473,26 +413,7 @@ class DemandContext:
         else:
             forward = lk.cols == (0,)
             index = self.base_index(c.edge, (0,) if forward else (1,))
-            start = key[0]
-            out = {}
-            queue = [start]
-            rid = c.exit
-            unique = type(index) is UniqueIndex  # its one row per key read without a call
-            # each node reached is walked once: its row is new once (the start again only
-            # through a cycle, and then its rows are all known)
-            for node in queue:  # the queue grows while it is walked
-                if unique:
-                    row = dict.get(index, node)
-                    rows: Any = () if row is None else (row,)
-                else:
-                    rows = index.get(node, ())
-                for a, b in rows:
-                    nxt = b if forward else a
-                    row = (start, nxt) if forward else (nxt, start)
-                    if row not in out:
-                        out[row] = rid
-                        queue.append(nxt)
-                rid = c.step
+            out = walk(c, index, key[0], forward)
         lk.table[key] = out
         self.entries += 1
         return out

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import itertools
 
-from grantlog.engine.demand import Closure, DemandPlans
+from grantlog.engine.closure import Closure
+from grantlog.engine.demand import DemandPlans
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

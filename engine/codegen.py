@@ -126,7 +126,10 @@ class _Gen:
                 self.setup.append(f"{name} = I({rel!r}, {cols!r})")
             else:  # a lookup's function reads the indexes from a mapping (one C-level get)
                 self.setup.append(f"{name} = I[({rel!r}, {cols!r})]")
+                # a unique index (engine/database.py) keeps its one row per key bare: read it
+                # with dict's own get (no Python call), and any other mapping with its get
                 self.setup.append(f"u{name} = type({name}) is _Unique")
+                self.setup.append(f"g{name} = _dget.__get__({name}) if u{name} else {name}.get")
         return self.indexes[k]
 
     def bucket(self, rel: str, cols: tuple[int, ...], key: str) -> str:
@@ -138,7 +141,7 @@ class _Gen:
             return f"{ix}.get({key}, ())"
         self.tmp += 1
         r = f"_r{self.tmp}"
-        return f"((({r},) if u{ix} else {r}) if ({r} := _dget({ix}, {key})) is not None else ())"
+        return f"((({r},) if u{ix} else {r}) if ({r} := g{ix}({key})) is not None else ())"
 
     def answer(self, rel: str, cols: tuple[int, ...], terms: Iterable[ir.Term]) -> str:
         """Emit the rows of virtual ``rel`` whose ``cols`` equal ``terms`` into a fresh local

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import ir
-from .database import UniqueIndex
+from .database import stored_get
 from .plan import is_anon
 
 
@@ -49,15 +49,12 @@ def walk(c: Closure, index: Any, start: ir.Value, forward: bool) -> dict[ir.Row,
     out: dict[ir.Row, int] = {}
     queue = [start]
     rid = c.exit
-    unique = type(index) is UniqueIndex  # its one row per key read without a call
+    get, unique = stored_get(index)
     # each node reached is walked once: its row is new once (the start again only through a
     # cycle, and then its rows are all known)
     for node in queue:  # the queue grows while it is walked
-        if unique:
-            row = dict.get(index, node)
-            rows: Any = () if row is None else (row,)
-        else:
-            rows = index.get(node, ())
+        got = get(node)
+        rows: Any = () if got is None else (got,) if unique else got
         for a, b in rows:
             nxt = b if forward else a
             row = (start, nxt) if forward else (nxt, start)

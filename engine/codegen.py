@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from . import ir
-from .database import UniqueIndex
+from .database import stored_get
 from .plan import Assign, Filter, NegCheck, RulePlan, Scan, Step, is_anon
 
 RunFn = Callable[..., None]
@@ -126,10 +126,9 @@ class _Gen:
                 self.setup.append(f"{name} = I({rel!r}, {cols!r})")
             else:  # a lookup's function reads the indexes from a mapping (one C-level get)
                 self.setup.append(f"{name} = I[({rel!r}, {cols!r})]")
-                # a unique index (engine/database.py) keeps its one row per key bare: read it
-                # with dict's own get (no Python call), and any other mapping with its get
-                self.setup.append(f"u{name} = type({name}) is _Unique")
-                self.setup.append(f"g{name} = _dget.__get__({name}) if u{name} else {name}.get")
+                # a unique index (engine/database.py) keeps its one row per key bare: read
+                # through database.stored_get (dict's own get for it: no Python call)
+                self.setup.append(f"g{name}, u{name} = _stored_get({name})")
         return self.indexes[k]
 
     def bucket(self, rel: str, cols: tuple[int, ...], key: str) -> str:
@@ -313,7 +312,7 @@ def _exec(plan: RulePlan, src: str, name: str) -> Any:
     """The function ``name`` the source defines, or None where Python refuses to compile it
     (nested deeper than it allows: 100 indentation levels, a long run of negations or
     comparisons opening one ``if`` each)."""
-    scope: dict[str, Any] = {"_lt": _lt, "_dget": dict.get, "_Unique": UniqueIndex}
+    scope: dict[str, Any] = {"_lt": _lt, "_stored_get": stored_get}
     try:
         code = compile(src, f"<rule {plan.rule.name}>", "exec")
     except (SyntaxError, RecursionError):

@@ -36,6 +36,15 @@ class UniqueIndex(dict):  # type: ignore[type-arg]
         return default if row is None else (row,)
 
 
+def stored_get(ix: Any) -> tuple[Callable[[Any], Any], bool]:
+    """What an index stores under a key, read without a Python call where possible: the
+    getter (None for a missing key) and whether the index is a :class:`UniqueIndex` (the
+    value is then the row itself, not a bucket of rows). Hot loops read indexes this way."""
+    if type(ix) is UniqueIndex:
+        return dict.get.__get__(ix), True
+    return ix.get, False
+
+
 def _put(ix: Index, k: Any, row: Row) -> None:
     bucket = ix.get(k)
     if bucket is None:

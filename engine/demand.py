@@ -150,12 +150,8 @@ class DemandPlans:
         return got
 
     def closure(self, rel: str) -> Closure | None:
-        """How ``rel`` is answered by a graph search, when its rules are exactly a transitive
-        closure of a stored binary relation ``edge``: ``rel(X, Y) :- edge(X, Y).`` and
-        ``rel(X, Y) :- rel(X, Z), edge(Z, Y).`` (or ``edge(X, Z), rel(Z, Y)``), in any order.
-        A lookup on either column then walks ``edge``'s index from the key (each node once:
-        cycles end the walk) instead of tabling the recursion, a few index reads per level of
-        the hierarchy (:meth:`DemandContext.closure`)."""
+        """How ``rel`` is answered by a graph walk when it is a virtual transitive closure
+        alone in its component (engine/closure.py; :meth:`DemandContext.closure`)."""
         if rel not in self._closure:
             self._closure[rel] = (
                 detect(self.rules.get(rel, ()), self.program)
@@ -652,10 +648,9 @@ class Lookup:
         tabled call, in which only rules reading their own component can add rows (the
         others read complete answers only and gave theirs in the first round)."""
         ctx = self.ctx
-        stored = ctx.full.get(self.rel)
-        if stored:  # base facts given for a virtual relation are stored like any others
+        if self.stored:  # base facts given for a virtual relation are stored like any others
             if not self.cols:
-                out.update(dict.fromkeys(stored, STORED))
+                out.update(dict.fromkeys(ctx.full[self.rel], STORED))
             else:
                 k: Any = key[0] if self.single else key
                 out.update(dict.fromkeys(ctx.base_index(self.rel, self.cols).get(k, ()),

@@ -21,7 +21,7 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from . import ir, symmetry
 from .codegen import Binder, RunFn, compile_keyed, compile_plan, solve
 from .compiler import compile_goal
-from .database import Database, UniqueIndex
+from .database import Database, stored_get
 from .demand import DemandContext, DemandPlans, Memo
 from .evaluate import EvalStats, Evaluator
 from .explain import Explanation, Proof, Prover, WhyNot
@@ -377,39 +377,31 @@ class Reasoner:
         previous read's view is used again (with the views of relations and indexes it made)
         while nothing changed: no transaction, no new plans, no answers dropped."""
         last, db = self._last, self._db
-        if (last is not None and db is not None and last.full is db.full
-                and not (last.stack or last.pending or last.incomplete)
-                and self._memo_entries + last.entries <= MEMO_LIMIT):
-            # the common case, inline: nothing changed since the last read (a transaction,
-            # a rebuild and a re-plan each drop ``_last``), and the kept answers fit
-            self._memo_entries += last.entries
-            last.entries = 0
-            return last
-        db = self._database()
-        replanned = self._replan(db)
         if last is not None:
             self._memo_entries += last.entries
             last.entries = 0
             if self._memo_entries > MEMO_LIMIT:
                 self._forget()
-            elif not replanned and last.full is db.full and last.idle():
+            elif db is not None and last.full is db.full and last.idle():
+                # nothing changed since the last read: a transaction and a rebuild drop
+                # ``_last``, and the stored rows (so the plans) change only in them
                 return last
+        db = self._database()
+        self._replan(db)
         ctx = self._last = DemandContext(self.program, self._plans, db.full, db.index,
                                          self._memo)
         return ctx
 
-    def _replan(self, db: Database) -> bool:
+    def _replan(self, db: Database) -> None:
         """Order goal-directed plans by the database's statistics (engine/stats.py), again
-        whenever the stored rows have grown or shrunk by a factor of two since. True when
-        it planned anew."""
+        whenever the stored rows have grown or shrunk by a factor of two since."""
         n = db.rows
         last = self._planned_for
         if last is not None and (n <= 2 * last + REPLAN_SLACK and last <= 2 * n + REPLAN_SLACK):
-            return False
+            return
         self._plans.use(Statistics(self.program, db.full))
         self._planned_for = n
         self._reason_plans.clear()  # made from the previous plans' unfolded bodies
-        return True
 
     @contextmanager
     def _read(self) -> Iterator[None]:
@@ -677,10 +669,9 @@ class Reasoner:
                 found = [row[1] for row in ctx.lookup("ancestor_or_self", (0,), (within,))]
             known: set[tuple[str, int]] = set()
             if type is not None:
-                by_object = (ctx.base_index("entity", (0,))
-                             if "entity" not in self.program.derived else None)
-                if isinstance(by_object, UniqueIndex):  # one type per object
-                    get = dict.get.__get__(by_object)
+                get, unique = (stored_get(ctx.base_index("entity", (0,)))
+                               if "entity" not in self.program.derived else (None, False))
+                if get is not None and unique:  # one type per object
                     found = [x for x, row in zip(found, map(get, found), strict=True)
                              if row is not None and row[1] == type]
                     known.add(("entity", 0))  # each candidate's one row: (x, type)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from . import ir
-from .database import UniqueIndex
+from .database import stored_get
 
 #: stands for the value itself in its signature
 SELF = ("\0self",)
@@ -120,14 +120,14 @@ def kinds(
             # each candidate's bucket, reading the smaller side (one access each: at a
             # million rows an index access is mostly a cache miss)
             found: list[tuple[ir.Value, Any]]  # (candidate, its row or bucket)
+            get, unique = stored_get(ix)  # a unique index keeps the row itself
             if len(ix) <= len(wanted):
                 found = [(k, ix[k]) for k in ix if k in wanted]
             else:
-                get = dict.get.__get__(ix)  # a unique index's own get wraps the row
                 found = [(x, b) for x, b in zip(wanted, map(get, wanted), strict=True)
                          if b is not None]
             rows: list[tuple[ir.Value, ir.Row]]
-            if isinstance(ix, UniqueIndex):  # it keeps the row itself (engine/database.py)
+            if unique:
                 rows = found
                 if only is None and len(rows) == len(wanted) and _alike(rows, col):
                     continue  # one row each, the same but for the candidate: no difference

@@ -49,6 +49,8 @@ MAX_DEPTH = 40
 FILTER = 0.5
 #: relations up to this size are measured exactly, bigger ones from a sample of this size
 SAMPLE = 20_000
+#: rows holding an atom's constants found in a sample: fewer cannot be scaled up
+RARE = 20
 
 
 def _bound(t: ir.Term, bound: set[str]) -> bool:
@@ -67,7 +69,7 @@ class Statistics:
         for r in program.rules:
             self.rules.setdefault(r.head.rel, []).append(r)
         self._distinct: dict[tuple[str, int], int] = {}
-        self._weighted: dict[tuple[str, tuple[int, ...]], float] = {}
+        self._weighted: dict[tuple[Any, ...], float] = {}
         self._samples: dict[str, list[ir.Row]] = {}
         self._virtual: dict[tuple[str, tuple[int, ...]], Estimate] = {}
         self._active: set[tuple[str, tuple[int, ...]]] = set()
@@ -120,26 +122,38 @@ class Statistics:
             return min(1.0, f)
         return max(1.0, self.weighted(rel, tuple(cols)))
 
-    def weighted(self, rel: str, cols: tuple[int, ...]) -> float:
+    def weighted(self, rel: str, cols: tuple[int, ...],
+                 where: tuple[tuple[int, ir.Value], ...] = ()) -> float:
         """The expected number of rows sharing the key of a random row (Σ count² / n over
         the keys on ``cols``). Unlike n / distinct it sees skew: keys taken from other
         relations' rows (join keys) hit the big buckets more often than the small ones —
-        a catalog carries far more grants than a table. Exact up to :data:`SAMPLE` rows,
-        estimated from a sample of that many beyond."""
-        k = (rel, cols)
+        a catalog carries far more grants than a table. ``where``: (column, value) pairs
+        the rows hold (an atom's constants, ``grant(R, P, A, deny)``): among those rows
+        only, so a rare constant makes its lookup selective (0 when no row holds them).
+        Exact up to :data:`SAMPLE` rows, estimated from a sample of that many beyond."""
+        k = (rel, cols, where)
         got = self._weighted.get(k)
         if got is not None:
             return got
         rows: Any = self.full.get(rel) or ()
         n = len(rows)
         key = itemgetter(*cols)
-        if n <= SAMPLE:
-            counts = Counter(map(key, rows))
-            got = sum(c * c for c in counts.values()) / n if n else 0.0
-        else:
-            sample = self._sample(rel)
-            pairs = sum(m * (m - 1) for m in Counter(map(key, sample)).values())
-            got = 1.0 + pairs * (n - 1) / (SAMPLE * (SAMPLE - 1))
+        big = n > SAMPLE
+        picked: Any = self._sample(rel) if big else rows
+        if where:
+            picked = [row for row in picked if all(row[c] == v for c, v in where)]
+        m = len(picked)
+        if not big:
+            counts = Counter(map(key, picked))
+            got = sum(c * c for c in counts.values()) / m if m else 0.0
+        elif m < RARE:  # too few sampled to tell: as many as could hide from the sample,
+            # in one bucket (a metalake's few catalogs among a million objects drew 0 or 1
+            # rows, and a scan of them looked like one row)
+            got = max(1.0, (m + RARE) * n / SAMPLE)
+        else:  # the matching rows of the whole relation, estimated from the sample's
+            total = m * n / SAMPLE
+            pairs = sum(c * (c - 1) for c in Counter(map(key, picked)).values())
+            got = 1.0 + pairs * (total - 1) / (m * (m - 1))
         self._weighted[k] = got
         return got
 
@@ -181,6 +195,10 @@ class Statistics:
 
     def _atom(self, a: ir.Atom, bound: set[str]) -> Estimate:
         cols = tuple(c for c, t in enumerate(a.args) if _bound(t, bound))
+        if a.rel not in self.virtual and 0 < len(cols) < len(a.args) and self.size(a.rel):
+            where = tuple((c, t.value) for c, t in enumerate(a.args) if isinstance(t, ir.Const))
+            if where:  # the bucket sizes of the rows holding the atom's constants
+                return (max(1.0, self.weighted(a.rel, cols, where)), 1.0)
         return self.estimate(a.rel, cols, len(a.args))
 
     def _best(self, body: Sequence[ir.Lit], bound: set[str]) -> tuple[list[int], float, float]:
@@ -219,6 +237,14 @@ class Statistics:
             lit = body[i]
             assert isinstance(lit, ir.Atom)
             fanout, w = self._atom(lit, b)
+            if (0.0 < fanout < 1.0 and lit.rel not in self.virtual and _vars(lit) <= bound
+                    and any(isinstance(t, ir.Const) for t in lit.args)
+                    and all(_bound(t, b) for t in lit.args)):
+                # a stored category of the key (``entity(S, schema)``): callers ask for keys
+                # that have it, so it filters nothing. Counted as a filter, it discounted a
+                # lookup's whole work by the category's share, and a lookup for every user
+                # could look as cheap as one user's (depending on the sample drawn)
+                fanout = 1.0
             work += rows * w
             rows *= fanout
             b |= _vars(lit)

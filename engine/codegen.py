@@ -90,6 +90,13 @@ class _Gen:
         self.depth = 1
         self.loops = 0
         self.tmp = 0
+        #: a lookup's function: where each variable is bound (the line after which it may be
+        #: read, and that line's depth), for reads hoisted out of loops (:meth:`hoist`)
+        self.at: dict[str, tuple[int, int]] = {}
+        self.start = 0  # the first line after the key's checks and bindings
+        #: the locals holding answers read so far, by (relation, columns, key expression):
+        #: the same lookup again in a nested loop reuses them (:meth:`answer`)
+        self.answers: dict[tuple[str, tuple[int, ...], str], str] = {}
 
     def var(self, name: str) -> str:
         if name not in self.names:
@@ -131,16 +138,41 @@ class _Gen:
                 self.setup.append(f"g{name}, u{name} = _stored_get({name})")
         return self.indexes[k]
 
-    def bucket(self, rel: str, cols: tuple[int, ...], key: str) -> str:
+    def bucket(self, rel: str, cols: tuple[int, ...], terms: tuple[ir.Term, ...]) -> str:
         """The rows of a stored index under ``key``, as an expression. A lookup's function
         reads a :class:`~engine.database.UniqueIndex` (one row per key, kept bare) with
-        ``dict.get`` and wraps the row itself: no call of the index's Python ``get``."""
+        ``dict.get`` and wraps the row itself: no call of the index's Python ``get``; and
+        where the key is bound outside the innermost loop, reads it there (:meth:`hoist`)."""
+        key = self.key(terms)
         ix = self.index(rel, cols)
         if self.lookup is None:
             return f"{ix}.get({key}, ())"
         self.tmp += 1
         r = f"_r{self.tmp}"
-        return f"((({r},) if u{ix} else {r}) if ({r} := g{ix}({key})) is not None else ())"
+        return self.hoist(
+            f"((({r},) if u{ix} else {r}) if ({r} := g{ix}({key})) is not None else ())",
+            terms, f"_b{self.tmp}")
+
+    def bound_here(self, name: str) -> None:
+        """Record that ``name`` is bound by the lines emitted so far."""
+        self.at[name] = (len(self.lines), self.depth)
+
+    def hoist(self, expr: str, terms: Iterable[ir.Term], local: str) -> str:
+        """A stored index's bucket read in a loop that does not bind its key is read once
+        per binding of the key (a rule such as ``denied(U, P, O) :- holds(U, R), grant(R, P,
+        A, deny), ancestor_or_self(A, O).`` reads ``holds(U, _)`` once, not once per
+        ancestor): where the key's last variable is bound, a local starts empty, and the
+        first use fills it (none when no row gets there): an expression reading it, or
+        ``expr`` where nothing is gained."""
+        spots = [self.at[t.name] for t in terms if isinstance(t, ir.Var)]
+        pos, depth = max(spots) if spots else (self.start, 1)
+        if depth >= self.depth:
+            return expr
+        self.lines.insert(pos, "    " * depth + f"{local} = None")
+        for name, (p, d) in self.at.items():
+            if p > pos:
+                self.at[name] = (p + 1, d)
+        return f"({local} if {local} is not None else ({local} := {expr}))"
 
     def answer(self, rel: str, cols: tuple[int, ...], terms: Iterable[ir.Term]) -> str:
         """Emit the rows of virtual ``rel`` whose ``cols`` equal ``terms`` into a fresh local
@@ -152,12 +184,19 @@ class _Gen:
             self.lookups[k] = (f"lk{n}", f"tb{n}")
             self.setup.append(f"lk{n} = I[({rel!r}, {cols!r})]")
             self.setup.append(f"tb{n} = lk{n}.table")
+            self.setup.append(f"an{n} = lk{n}.ask")
         lk, tb = self.lookups[k]
+        an = "an" + lk[2:]
+        row = self.row(terms)
+        seen = self.answers.get((rel, cols, row))
+        if seen is not None:  # read in an enclosing loop: still in scope, same key
+            return seen
         self.tmp += 1
         key, got = f"_k{self.tmp}", f"_a{self.tmp}"
-        self.emit(f"{key} = {self.row(terms)}")
+        self.emit(f"{key} = {row}")
         self.emit(f"{got} = {tb}.get({key})")
-        self.emit(f"if {got} is None: {got} = {lk}.answer({key})")
+        self.emit(f"if {got} is None: {got} = {an}({key})")
+        self.answers[(rel, cols, row)] = got
         return got
 
     def emit(self, line: str) -> None:
@@ -196,7 +235,7 @@ class _Gen:
                 checks.append(f"_c{col} == {self.term(t)}")
                 checked.add(col)
         elif s.key_cols and s.source == "full":
-            iterable = self.bucket(s.rel, s.key_cols, self.key(s.key_terms))
+            iterable = self.bucket(s.rel, s.key_cols, s.key_terms)
         else:  # a delta is scanned; bound columns become filters
             iterable = self.rel(s.source, s.rel)
             for col, t in zip(s.key_cols, s.key_terms, strict=True):
@@ -220,6 +259,8 @@ class _Gen:
         self.loops += 1
         if checks:
             self.open_if(" and ".join(checks))
+        for name in out.values():
+            self.bound_here(name)
 
     def step(self, s: Step) -> None:
         if isinstance(s, Scan):
@@ -228,6 +269,7 @@ class _Gen:
             self.open_if(_CMP_EXPR[s.op].format(a=self.term(s.left), b=self.term(s.right)))
         elif isinstance(s, Assign):
             self.emit(f"{self.var(s.var)} = {self.term(s.value)}")
+            self.bound_here(s.var)
         elif isinstance(s, NegCheck):
             if s.rel in self.virtual and s.key_cols:
                 got, rest = self.demand(s.rel, s.key_cols, s.key_terms)
@@ -263,6 +305,9 @@ class _Gen:
             missing = set(self.plan.pre_bound) - assigned
             if missing:
                 raise ValueError(f"pre-bound variables {sorted(missing)} not in the key")
+            self.start = len(self.lines)
+            for name in assigned:
+                self.bound_here(name)
         for s in self.plan.steps:
             self.step(s)
         if self.lookup is None:

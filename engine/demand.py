@@ -376,7 +376,7 @@ class DemandContext:
         """Rows of virtual ``rel`` whose ``cols`` equal ``key`` (kept, or evaluated now)."""
         lk = self.lookup_of(rel, cols)
         got = lk.table.get(key)
-        return got if got is not None else lk.answer(key)
+        return got if got is not None else lk.ask(key)
 
     def narrowed(self, lk: Lookup, key: Key) -> dict[ir.Row, int]:
         """A lookup answered from a coarser one (:meth:`DemandPlans.coarse`)."""
@@ -559,7 +559,7 @@ class VirtualRelation:
         points = self.points
         got = points.table.get(row)
         if got is None:
-            got = points.answer(row)
+            got = points.ask(row)
         return bool(got)
 
     def __iter__(self) -> Iterator[ir.Row]:
@@ -577,8 +577,8 @@ class Lookup:
     answers, how a new key is answered (from a coarser lookup, tabled, or by running the
     rules the key selects), and the face of a hash index (``get``) for generated code."""
 
-    __slots__ = ("bound", "by", "closure", "coarse", "cols", "ctx", "cyclic", "plain", "point",
-                 "pos", "recursive", "rel", "rest", "single", "stored", "table")
+    __slots__ = ("ask", "bound", "by", "closure", "coarse", "cols", "ctx", "cyclic", "plain",
+                 "point", "pos", "recursive", "rel", "rest", "single", "stored", "table")
 
     def __init__(self, ctx: DemandContext, rel: str, cols: tuple[int, ...]) -> None:
         self.ctx, self.rel, self.cols = ctx, rel, cols
@@ -600,6 +600,35 @@ class Lookup:
         #: the rules bound to this view (:meth:`calls`), by the key's value at ``pos`` (None:
         #: the rules for any other value)
         self.bound: dict[ir.Value | None, tuple[Bound, ...]] = {}
+        #: what answers a key with no kept answer: :meth:`answer`, or for a lookup answered
+        #: by running its rules outside recursion (most lookups of a check) the same loop as
+        #: a closure over this lookup's state (:meth:`_runner`), which generated code calls
+        self.ask: Callable[[Key], dict[ir.Row, int]] = (
+            self.answer if (self.closure is not None or self.coarse is not None
+                            or self.stored or (self.recursive and not self.plain))
+            else self._runner())
+
+    def _runner(self) -> Callable[[Key], dict[ir.Row, int]]:
+        """:meth:`answer` for a lookup that runs its rules, without its tests and attribute
+        reads (hot: a check answers about ten keys this way)."""
+        table, bound, calls_of, pos, point, ctx = (self.table, self.bound, self.calls,
+                                                   self.pos, self.point, self.ctx)
+        recursive, plain, tabled = self.recursive, self.plain, ctx.tabled
+
+        def ask(key: Key) -> dict[ir.Row, int]:
+            if recursive and key[pos] not in plain:
+                return tabled(self, key)
+            out: dict[ir.Row, int] = {}
+            add = out.setdefault
+            calls = bound.get(key[pos] if pos >= 0 else None)
+            for _, fn in calls_of(key) if calls is None else calls:
+                fn(add, key)
+                if out and point:
+                    break
+            table[key] = out
+            ctx.entries += 1
+            return out
+        return ask
 
     def calls(self, key: Key) -> tuple[Bound, ...]:
         """The rules answering ``key`` (selected by its value at ``pos``), bound to this
@@ -616,7 +645,7 @@ class Lookup:
         key = (k,) if self.single else k
         rows = self.table.get(key)
         if rows is None:
-            rows = self.answer(key)
+            rows = self.ask(key)
         return rows if rows else default
 
     def answer(self, key: Key) -> dict[ir.Row, int]:

@@ -110,13 +110,15 @@ class DemandPlans:
 
     def order(self, rule: ir.Rule, bound: frozenset[str]) -> tuple[int, ...] | None:
         """The atom order statistics choose for ``rule``'s body (kept per rule body and
-        bound variables until :meth:`use`)."""
+        bound variables until :meth:`use`); a query's goal (rule index -1) is ordered as one
+        (engine/stats.py ``Statistics.order``)."""
         if self.stats is None:
             return None
         k = (id(rule.body), bound)  # bodies hash slowly; the kept body makes the id safe
         got = self._orders.get(k)
         if got is None or got[0] is not rule.body:
-            got = self._orders[k] = (rule.body, tuple(self.stats.order(rule.body, set(bound))))
+            got = self._orders[k] = (rule.body, tuple(
+                self.stats.order(rule.body, set(bound), goal=rule.index < 0)))
         return got[1]
 
     def calls(self, rel: str, cols: tuple[int, ...]) -> Dispatch:

@@ -9,7 +9,7 @@ and a few index reads per level of a hierarchy (engine/demand.py ``DemandContext
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +63,32 @@ def walk(c: Closure, index: Any, start: ir.Value, forward: bool) -> dict[ir.Row,
                 queue.append(nxt)
         rid = c.step
     return out
+
+
+def walker(c: Closure, index: Any, forward: bool) -> Callable[[ir.Value], dict[ir.Row, int]]:
+    """:func:`walk` over ``index``, as a function of the start. Over a unique index (every
+    node has one edge that way: a tree walked up to its root) the walk is a chain, followed
+    without a queue; it ends at a node without an edge or at a row met before (a cycle)."""
+    get, unique = stored_get(index)
+    if not unique:
+        return lambda start: walk(c, index, start, forward)
+    exit, step = c.exit, c.step
+    far = 1 if forward else 0  # the column of an edge row that leads on
+
+    def chain(start: ir.Value) -> dict[ir.Row, int]:
+        out: dict[ir.Row, int] = {}
+        rid = exit
+        edge = get(start)
+        while edge is not None:
+            nxt = edge[far]
+            row = (start, nxt) if forward else (nxt, start)
+            if row in out:
+                break
+            out[row] = rid
+            rid = step
+            edge = get(nxt)
+        return out
+    return chain
 
 
 def _vars(args: tuple[ir.Term, ...]) -> tuple[str, ...] | None:

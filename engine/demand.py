@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import ir
-from .closure import Closure, detect, walk
+from .closure import Closure, detect, walker
 from .codegen import Binder, RunFn, compile_keyed, compile_plan
 from .plan import NegCheck, RulePlan, Scan, is_anon, plan_bound
 from .stats import EXHAUSTIVE, Statistics
@@ -405,13 +405,10 @@ class DemandContext:
         on both columns, the walk from the second, filtered. Complete at once: kept."""
         c = lk.closure
         assert c is not None
-        if lk.point:  # (X, Y): X among the nodes above Y
-            above = self.demand(lk.rel, (1,), key[1:])
-            out = {key: above[key]} if key in above else {}
-        else:
-            forward = lk.cols == (0,)
-            index = self.base_index(c.edge, (0,) if forward else (1,))
-            out = walk(c, index, key[0], forward)
+        if not lk.point:
+            return lk.ask(key)  # Lookup._walker
+        above = self.demand(lk.rel, (1,), key[1:])  # (X, Y): X among the nodes above Y
+        out = {key: above[key]} if key in above else {}
         lk.table[key] = out
         self.entries += 1
         return out
@@ -602,31 +599,66 @@ class Lookup:
         #: the rules bound to this view (:meth:`calls`), by the key's value at ``pos`` (None:
         #: the rules for any other value)
         self.bound: dict[ir.Value | None, tuple[Bound, ...]] = {}
-        #: what answers a key with no kept answer: :meth:`answer`, or for a lookup answered
-        #: by running its rules outside recursion (most lookups of a check) the same loop as
-        #: a closure over this lookup's state (:meth:`_runner`), which generated code calls
+        #: what answers a key with no kept answer: :meth:`answer`, or a closure over this
+        #: lookup's state doing the same without its tests and attribute reads, for the
+        #: lookups a check makes most (:meth:`_runner`, :meth:`_walker`); generated code
+        #: binds it once per view
         self.ask: Callable[[Key], dict[ir.Row, int]] = (
-            self.answer if (self.closure is not None or self.coarse is not None
-                            or self.stored or (self.recursive and not self.plain))
+            self._walker() if self.closure is not None and not self.point
+            else self.answer if (self.closure is not None or self.coarse is not None
+                                 or self.stored or (self.recursive and not self.plain))
             else self._runner())
 
-    def _runner(self) -> Callable[[Key], dict[ir.Row, int]]:
-        """:meth:`answer` for a lookup that runs its rules, without its tests and attribute
-        reads (hot: a check answers about ten keys this way)."""
-        table, bound, calls_of, pos, point, ctx = (self.table, self.bound, self.calls,
-                                                   self.pos, self.point, self.ctx)
-        recursive, plain, tabled = self.recursive, self.plain, ctx.tabled
+    def _walker(self) -> Callable[[Key], dict[ir.Row, int]]:
+        """:meth:`answer` for a transitive closure looked up on one column: the walk
+        (engine/closure.py ``walker``) over the edge's index, found at the first call."""
+        c, ctx, table = self.closure, self.ctx, self.table
+        assert c is not None
+        forward = self.cols == (0,)
+        go: Callable[[ir.Value], dict[ir.Row, int]] | None = None
 
         def ask(key: Key) -> dict[ir.Row, int]:
+            nonlocal go
+            if go is None:
+                go = walker(c, ctx.base_index(c.edge, (0,) if forward else (1,)), forward)
+            out = table[key] = go(key[0])
+            ctx.entries += 1
+            return out
+        return ask
+
+    def _runner(self) -> Callable[[Key], dict[ir.Row, int]]:
+        """:meth:`answer` for a lookup that runs its rules: the rules' bound functions by the
+        key's value at ``pos``, called until one answers a membership test (hot: a check
+        answers about ten keys this way)."""
+        table, calls_of, pos, point, ctx, by = (self.table, self.calls, self.pos, self.point,
+                                                self.ctx, self.by)
+        recursive, plain, tabled = self.recursive, self.plain, ctx.tabled
+        fns: dict[ir.Value | None, tuple[Callable[[Any, Any], None], ...]] = {}
+
+        def rules(key: Key) -> tuple[Callable[[Any, Any], None], ...]:
+            v = key[pos] if pos >= 0 and key[pos] in by else None
+            got = fns.get(v)
+            if got is None:
+                got = fns[v] = tuple(fn for _, fn in calls_of(key))
+            return got
+
+        def ask(key: Key) -> dict[ir.Row, int]:
+            # one frame per lookup: a chain of views nests as deep as Python's stack allows
             if recursive and key[pos] not in plain:
                 return tabled(self, key)
+            got = fns.get(key[pos] if pos >= 0 else None)
+            if got is None:
+                got = rules(key)
             out: dict[ir.Row, int] = {}
             add = out.setdefault
-            calls = bound.get(key[pos] if pos >= 0 else None)
-            for _, fn in calls_of(key) if calls is None else calls:
-                fn(add, key)
-                if out and point:
-                    break
+            if point:
+                for fn in got:
+                    fn(add, key)
+                    if out:
+                        break
+            else:
+                for fn in got:
+                    fn(add, key)
             table[key] = out
             ctx.entries += 1
             return out

@@ -193,8 +193,12 @@ class Statistics:
                 _, r, w = self._best(rule.body, bound)
                 rows += r
                 work += w
-            if len(cols) == arity:
-                rows = min(rows, 1.0)
+            if len(cols) == arity and rows > 0.0:
+                # a membership test of a derived fact: whether it holds is what is asked, and
+                # independence cannot tell (facts derived down a hierarchy go together: a
+                # user with USE_CATALOG on a catalog mostly has USE_SCHEMA on its schemas),
+                # so it keeps half the rows, like a comparison or a negation
+                rows = max(FILTER, min(rows, 1.0))
         finally:
             self._active.discard(k)
         got = self._virtual[k] = (rows, work)

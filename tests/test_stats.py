@@ -121,3 +121,21 @@ def test_a_querys_own_constants_do_not_select_rows() -> None:
     body = [ir.Atom("c", (ir.Const("big"), ir.Var("X"))), ir.Atom("d", (ir.Var("X"),))]
     assert st.order(body, set()) == [1, 0]  # as a rule: the big bucket is seen
     assert st.order(body, set(), goal=True) == [0, 1]  # as a query: the shape
+
+
+def test_a_derived_membership_keeps_half_the_rows() -> None:
+    """Whether a derived fact holds is what a membership test asks, and independence cannot
+    tell: ``in_schema(U, S) :- right(U, C), parent(C, S)`` holds for most (user, schema)
+    pairs a listing asks about, though a random pair rarely. Estimated at 1 in 1,000, a plan
+    enumerating the user's derived facts looked cheaper than a lookup per listed object (the
+    query form of a schema's listing at 100k tables: 0.2 s → 1.5 s)."""
+    from grantlog.engine.stats import FILTER
+
+    text = ("rel right(u, c).\nrel parent(c, s).\n"
+            "in_schema(U, S) :- right(U, C), parent(C, S).\n")
+    p = grantlog.compile(text)
+    p.virtual = p.virtual | {"in_schema"}
+    st = Statistics(p, {"right": {(f"u{i}", f"c{i % 10}"): 0 for i in range(1000)},
+                        "parent": {(f"c{i % 10}", f"s{i}"): 0 for i in range(1000)}})
+    rows, _ = st.estimate("in_schema", (0, 1), 2)
+    assert FILTER <= rows <= 1.0, rows

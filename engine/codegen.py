@@ -81,7 +81,7 @@ class _Gen:
         #: relations whose ``I[(rel, cols)]`` is a demand lookup (engine/demand.py ``Lookup``):
         #: a lookup's function reads their kept answers itself (see :meth:`answer`)
         self.virtual = virtual if key is not None else frozenset()
-        self.lookups: dict[tuple[str, tuple[int, ...]], tuple[str, str]] = {}
+        self.lookups: dict[tuple[str, tuple[int, ...]], tuple[str, str, str]] = {}
         self.names: dict[str, str] = {}
         self.lines: list[str] = []
         self.setup: list[str] = []
@@ -139,7 +139,7 @@ class _Gen:
         return self.indexes[k]
 
     def bucket(self, rel: str, cols: tuple[int, ...], terms: tuple[ir.Term, ...]) -> str:
-        """The rows of a stored index under ``key``, as an expression. A lookup's function
+        """The rows of a stored index under the key ``terms``, as an expression. A lookup's function
         reads a :class:`~engine.database.UniqueIndex` (one row per key, kept bare) with
         ``dict.get`` and wraps the row itself: no call of the index's Python ``get``; and
         where the key is bound outside the innermost loop, reads it there (:meth:`hoist`)."""
@@ -176,17 +176,16 @@ class _Gen:
 
     def answer(self, rel: str, cols: tuple[int, ...], terms: Iterable[ir.Term]) -> str:
         """Emit the rows of virtual ``rel`` whose ``cols`` equal ``terms`` into a fresh local
-        (named in the return value): the answer kept for the key, or the lookup's ``answer``
+        (named in the return value): the answer kept for the key, or the lookup's ``ask``
         for a key without one. The same as ``Lookup.get`` without its call."""
         k = (rel, cols)
         if k not in self.lookups:
             n = len(self.lookups)
-            self.lookups[k] = (f"lk{n}", f"tb{n}")
+            self.lookups[k] = (f"lk{n}", f"tb{n}", f"an{n}")
             self.setup.append(f"lk{n} = I[({rel!r}, {cols!r})]")
             self.setup.append(f"tb{n} = lk{n}.table")
             self.setup.append(f"an{n} = lk{n}.ask")
-        lk, tb = self.lookups[k]
-        an = "an" + lk[2:]
+        _, tb, an = self.lookups[k]
         row = self.row(terms)
         seen = self.answers.get((rel, cols, row))
         if seen is not None:  # read in an enclosing loop: still in scope, same key

@@ -400,9 +400,9 @@ class DemandContext:
         return narrow
 
     def closure(self, lk: Lookup, key: Key) -> dict[ir.Row, int]:
-        """A lookup of a transitive closure (:meth:`DemandPlans.closure`) on one column: a
-        breadth-first walk of the edge relation's index from the key, nearest rows first;
-        on both columns, the walk from the second, filtered. Complete at once: kept."""
+        """A lookup of a transitive closure (:meth:`DemandPlans.closure`) on both columns:
+        the walk from the second, filtered; on one column, the walk itself
+        (:meth:`Lookup._walker`). Complete at once: kept."""
         c = lk.closure
         assert c is not None
         if not lk.point:
@@ -692,15 +692,7 @@ class Lookup:
             return self.ctx.tabled(self, key)
         # outside recursion no call can meet itself, and nothing it reads is partial
         out: dict[ir.Row, int] = {}
-        if self.stored:
-            self.fill(key, out)
-        else:  # fill's loop, without its call (most lookups of a check come here)
-            add = out.setdefault
-            calls = self.bound.get(key[self.pos] if self.pos >= 0 else None)
-            for _, fn in self.calls(key) if calls is None else calls:
-                fn(add, key)
-                if out and self.point:
-                    break
+        self.fill(key, out)  # (a lookup without stored rows is answered by _runner instead)
         self.table[key] = out
         self.ctx.entries += 1
         return out

@@ -74,8 +74,6 @@ class Statistics:
         self._virtual: dict[tuple[str, tuple[int, ...], tuple[tuple[int, ir.Value], ...]],
                             Estimate] = {}
         self._active: set[tuple[str, tuple[int, ...], tuple[tuple[int, ir.Value], ...]]] = set()
-        #: the atoms of the query being ordered (:meth:`order`)
-        self._shape: set[int] = set()
 
     def size(self, rel: str) -> int:
         rows = self.full.get(rel)
@@ -132,7 +130,9 @@ class Statistics:
         relations' rows (join keys) hit the big buckets more often than the small ones —
         a catalog carries far more grants than a table. ``where``: (column, value) pairs
         the rows hold (an atom's constants, ``grant(R, P, A, deny)``): among those rows
-        only, so a rare constant makes its lookup selective (0 when no row holds them).
+        only, so a rare constant makes its lookup selective (0 when no row holds them, below
+        :data:`SAMPLE` rows; beyond, a constant fewer than :data:`RARE` sampled rows hold is
+        not scaled from them).
         Exact up to :data:`SAMPLE` rows, estimated from a sample of that many beyond."""
         k = (rel, cols, where)
         got = self._weighted.get(k)
@@ -207,32 +207,31 @@ class Statistics:
     def order(self, body: Sequence[ir.Lit], bound: set[str], goal: bool = False) -> list[int]:
         """Body positions of the positive atoms in the cheapest estimated order. ``goal``:
         the body of a query, whose own constants do not select rows (:meth:`_atom`)."""
-        self._shape = {id(lit) for lit in body} if goal else set()
-        try:
-            return self._best(body, bound)[0]
-        finally:
-            self._shape = set()
+        return self._best(body, bound, goal)[0]
 
-    def _atom(self, a: ir.Atom, bound: set[str]) -> Estimate:
+    def _atom(self, a: ir.Atom, bound: set[str], goal: bool = False) -> Estimate:
         cols = tuple(c for c, t in enumerate(a.args) if _bound(t, bound))
-        if a.rel not in self.virtual and 0 < len(cols) < len(a.args) and self.size(a.rel):
-            where = tuple((c, t.value) for c, t in enumerate(a.args) if isinstance(t, ir.Const))
-            # the bucket sizes of the rows holding the atom's constants: a rule's (``deny``,
-            # ``schema``); not a query's, which name objects whose buckets range over orders
-            # of magnitude: weighed exactly against the rough estimates of enumerating a
-            # virtual relation, a big one turned a listing's plan around (``allowed(u,
-            # load_table, T), contains(big, T)`` enumerated the user's tables: 0.3 s → 20 s)
-            if where and id(a) not in self._shape:
-                return (max(1.0, self.weighted(a.rel, cols, where)), 1.0)
-        return self.estimate(a.rel, cols, len(a.args), _consts(a.args, cols))
+        consts = _consts(a.args, cols)
+        # a stored atom's constants select the rows its buckets are estimated on: a rule's
+        # (``deny``, ``schema``); not a query's (``goal``), which name objects whose buckets
+        # range over orders of magnitude: weighed exactly against the rough estimates of
+        # enumerating a virtual relation, a big one turned a listing's plan around
+        # (``allowed(u, load_table, T), contains(big, T)`` enumerated the user's tables:
+        # 0.3 s → 20 s)
+        if (consts and not goal and a.rel not in self.virtual and len(cols) < len(a.args)
+                and self.size(a.rel)):
+            return (max(1.0, self.weighted(a.rel, cols, consts)), 1.0)
+        return self.estimate(a.rel, cols, len(a.args), consts)
 
-    def _best(self, body: Sequence[ir.Lit], bound: set[str]) -> tuple[list[int], float, float]:
+    def _best(self, body: Sequence[ir.Lit], bound: set[str], goal: bool = False
+              ) -> tuple[list[int], float, float]:
         atoms = [i for i, lit in enumerate(body) if isinstance(lit, ir.Atom)]
         others: list[ir.Lit] = [lit for lit in body if not isinstance(lit, ir.Atom)]
         if len(atoms) <= EXHAUSTIVE:
             best: tuple[list[int], float, float] | None = None
             for perm in itertools.permutations(atoms):
-                rows, work = self._cost(body, perm, bound, others, best[2] if best else None)
+                rows, work = self._cost(body, perm, bound, others, best[2] if best else None,
+                                        goal)
                 if best is None or work < best[2]:
                     best = (list(perm), rows, work)
             assert best is not None or not atoms
@@ -241,27 +240,28 @@ class Statistics:
         left = list(atoms)
         b = set(bound)
         while left:
-            nxt = min(left, key=lambda i: self._step_key(body[i], b))
+            nxt = min(left, key=lambda i: self._step_key(body[i], b, goal))
             left.remove(nxt)
             chosen.append(nxt)
             b |= _vars(body[nxt])
-        rows, work = self._cost(body, chosen, bound, others, None)
+        rows, work = self._cost(body, chosen, bound, others, None, goal)
         return chosen, rows, work
 
-    def _step_key(self, lit: ir.Lit, bound: set[str]) -> float:
+    def _step_key(self, lit: ir.Lit, bound: set[str], goal: bool) -> float:
         assert isinstance(lit, ir.Atom)
-        fanout, work = self._atom(lit, bound)
+        fanout, work = self._atom(lit, bound, goal)
         return work + 10.0 * fanout
 
     def _cost(self, body: Sequence[ir.Lit], perm: Sequence[int], bound: set[str],
-              others: list[ir.Lit], cap: float | None) -> tuple[float, float]:
+              others: list[ir.Lit], cap: float | None, goal: bool = False
+              ) -> tuple[float, float]:
         b = set(bound)
         pending = list(others)
         rows, work = 1.0, 0.0
         for i in perm:
             lit = body[i]
             assert isinstance(lit, ir.Atom)
-            fanout, w = self._atom(lit, b)
+            fanout, w = self._atom(lit, b, goal)
             if (0.0 < fanout < 1.0 and lit.rel not in self.virtual and _vars(lit) <= bound
                     and any(isinstance(t, ir.Const) for t in lit.args)
                     and all(_bound(t, b) for t in lit.args)):

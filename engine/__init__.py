@@ -6,14 +6,18 @@ Imports flow one way: ``engine`` uses ``grammar`` and never ``spark_bridge`` or 
 from .compiler import compile_goal, compile_program
 from .explain import Explanation, Proof
 from .ir import Program
-from .reasoner import Decision, Reasoner
+from .reasoner import Answers, Changes, Decision, Reasoner, RevisionConflict, Transaction
 
 __all__ = [
+    "Answers",
+    "Changes",
     "Decision",
     "Explanation",
     "Program",
     "Proof",
     "Reasoner",
+    "RevisionConflict",
+    "Transaction",
     "compile_goal",
     "compile_program",
 ]

@@ -156,6 +156,17 @@ class Program:
     #: compiled artifacts shared by every Reasoner of this program (plans, generated code)
     compiled: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
+    @property
+    def digest(self) -> str:
+        """A hash of the rule files' texts (which policy answered: stores and logs record it)."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for name, text in sorted((n.replace("\\", "/").rsplit("/", 1)[-1], t)
+                                 for n, t in self.sources.items()):
+            h.update(name.encode() + b"\0" + text.encode() + b"\0")
+        return h.hexdigest()[:16]
+
     def rules_for(self, rel: str) -> list[Rule]:
         return [r for r in self.rules if r.head.rel == rel]
 

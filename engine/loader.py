@@ -8,7 +8,7 @@ from pathlib import Path
 
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
-from grantlog.grammar.parser import parse
+from grantlog.grammar.facts import parse_fast
 
 
 @dataclass
@@ -94,7 +94,7 @@ class _Loader:
     def _module(self, text: str, name: str, real: str, base_dir: str) -> None:
         self.out.sources[name] = text
         try:
-            mod = parse(text, name)
+            mod = parse_fast(text, name)  # plain fact lines without the LALR parser
         except GrantlogError as e:
             self.out.diagnostics.extend(e.diagnostics)
             self.done.add(real)

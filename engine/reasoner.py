@@ -11,10 +11,11 @@ from __future__ import annotations
 import builtins
 import difflib
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
@@ -38,6 +39,8 @@ MEMO_LIMIT = 200_000
 #: stored rows that may come and go before the plans are made again regardless of the ratio
 REPLAN_SLACK = 1000
 BULK_RATIO = 4
+#: how long a read with ``at_least=`` waits for that revision by default (seconds)
+WAIT_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
@@ -54,19 +57,45 @@ class _ReasonPlan:
 
 @dataclass(frozen=True)
 class Decision:
-    """The answer to ``check``: allowed or not, and the rules that decided it."""
+    """The answer to ``check``: allowed or not, the rules that decided it, and the revision
+    of the facts it saw (not part of equality: the same answer at two revisions is equal)."""
 
     allowed: bool
     reasons: tuple[str, ...] = ()
+    revision: int = field(default=0, compare=False)
 
     def __bool__(self) -> bool:
         return self.allowed
 
 
-#: every denial is this one decision (decisions are immutable), and every allowed one that a
-#: base fact of the decision relation decides
-DENIED = Decision(False, ())
-FACT = Decision(True, ())
+_T = TypeVar("_T")
+
+
+class Answers(list[_T]):
+    """The answers of ``query``, ``list`` and ``who``: a list that also says the revision of
+    the facts it was answered at."""
+
+    __slots__ = ("revision",)
+
+    def __init__(self, items: Iterable[_T] = (), revision: int = 0) -> None:
+        super().__init__(items)
+        self.revision = revision
+
+
+class RevisionConflict(GrantlogError):
+    """A compare-and-set transaction (``if_revision=``) found another revision."""
+
+    def __init__(self, expected: int, actual: int) -> None:
+        super().__init__([error(
+            "revision-conflict",
+            f"the transaction expected revision {expected}, but the facts are at {actual}",
+            Span("<api>", 0, 0, 0, 0), "read again and retry against the new revision")])
+        self.expected = expected
+        self.actual = actual
+
+
+#: base facts to add and to remove, per relation (a transaction's net effect)
+Delta = dict[str, set[ir.Row]]
 
 
 @dataclass(frozen=True)
@@ -186,6 +215,12 @@ class Reasoner:
         self._symmetry: tuple[dict[str, tuple[int, ...]], set[ir.Value]] | None = None
         self.stats: EvalStats | None = None
         self._decision_rel: str | None = None  # checked once (:meth:`_decision`)
+        #: the number of transactions applied (a store numbers them itself: grantlog/store)
+        self.revision = 0
+        #: decisions at the current revision, shared (immutable): every denial, every allowed
+        #: one decided by a base fact, one per list of reasons
+        self._denied = Decision(False, (), 0)
+        self._fact = Decision(True, (), 0)
         self._allowed: dict[tuple[str, ...], Decision] = {}
 
     # -- updates ------------------------------------------------------------------------------
@@ -233,7 +268,8 @@ class Reasoner:
         return tx.changes
 
     @contextmanager
-    def transaction(self, watch: Iterable[str] | str = ()) -> Iterator[Transaction]:
+    def transaction(self, watch: Iterable[str] | str = (),
+                    if_revision: int | None = None) -> Iterator[Transaction]:
         """A batch of inserts and retracts applied atomically when the block ends.
 
         >>> with reasoner.transaction() as tx:            # doctest: +SKIP
@@ -247,36 +283,91 @@ class Reasoner:
         ``tx.changes`` always covers the materialized relations; relations answered on demand
         (``program.virtual``, e.g. ``allowed``) are covered when named in ``watch`` (or with
         ``watch="all"``), because their change can be as large as the platform.
+
+        ``if_revision``: a compare-and-set — the transaction applies only if the reasoner is
+        at that revision when it commits, else :class:`RevisionConflict` and nothing changes.
+        ``tx.revision`` is the revision the transaction made (the current one when it
+        changed nothing).
         """
         tx = Transaction(self)
         yield tx
-        if watch == "all":
-            names = frozenset(self.program.virtual)
-        else:
-            names = frozenset([watch] if isinstance(watch, str) else watch)
-            for n in names:
-                self._relation(n)
-        tx.changes = self._commit(tx, names | self._watch)
+        names = self._watched(watch)
+        tx.changes = self._commit(tx, names | self._watch, if_revision)
+        tx.revision = tx.changes.revision
 
-    def _commit(self, tx: Transaction, watch: frozenset[str]) -> Changes:
+    def seed(self, rows: Mapping[str, Iterable[ir.Row]], revision: int) -> None:
+        """Trusted base facts (already checked: a store's tables) taken as they are, before
+        the first read evaluates; the facts are then at ``revision``. Once evaluated, the
+        rows are applied as a transaction instead."""
+        with self._lock:
+            initial = self._initial
+            if self._db is not None or initial is None:
+                delta: Delta = {}
+                for rel, rs in rows.items():
+                    self._relation(rel)
+                    delta[rel] = set(rs)
+                ins, _ = self._delta({r: dict.fromkeys(rs, True) for r, rs in delta.items()})
+                self._apply(ins, {}, self._watch, revision)
+                return
+            for rel, rs in rows.items():
+                self._relation(rel)
+                store = self._base.get(rel)
+                if store is None:
+                    store = initial.setdefault(rel, {})
+                store.update(dict.fromkeys(rs))
+            self._advance(revision)
+
+    def _watched(self, watch: Iterable[str] | str) -> frozenset[str]:
+        if watch == "all":
+            return frozenset(self.program.virtual)
+        names = frozenset([watch] if isinstance(watch, str) else watch)
+        for n in names:
+            self._relation(n)
+        return names
+
+    def _commit(self, tx: Transaction, watch: frozenset[str],
+                if_revision: int | None = None) -> Changes:
+        with self._lock:
+            if if_revision is not None and if_revision != self.revision:
+                raise RevisionConflict(if_revision, self.revision)
+            ins, dels = self._delta(tx.ops)
+            if not ins and not dels:
+                return Changes({}, self.program.derived, self.revision)
+            return self._apply(ins, dels, watch, self.revision + 1)
+
+    def _delta(self, ops: dict[str, dict[ir.Row, bool]]) -> tuple[Delta, Delta]:
+        """The net effect of a transaction's operations on the current base facts: the rows
+        it adds and the rows it removes (nothing is changed yet)."""
+        db = self._database()
+        ins: Delta = {}
+        dels: Delta = {}
+        for rel, rows in ops.items():
+            base = self._base.get(rel)  # None: base-only, the database holds its rows
+            stored = db.full[rel] if base is None else base
+            for row, present in rows.items():
+                if present and row not in stored:
+                    ins.setdefault(rel, set()).add(row)
+                elif not present and row in stored:
+                    dels.setdefault(rel, set()).add(row)
+        return ins, dels
+
+    def _apply(self, ins: Delta, dels: Delta, watch: frozenset[str],
+               revision: int) -> Changes:
+        """Make a net change of base facts visible (maintaining what depends on it) as
+        ``revision``; every row of ``ins`` is absent and every row of ``dels`` present."""
         with self._lock:
             db = self._database()
-            ins: dict[str, set[ir.Row]] = {}
-            dels: dict[str, set[ir.Row]] = {}
-            for rel, rows in tx.ops.items():
-                base = self._base.get(rel)  # None: base-only, the database holds its rows
-                stored = db.full[rel] if base is None else base
-                for row, present in rows.items():
-                    if present and row not in stored:
-                        if base is not None:
-                            base[row] = None
-                        ins.setdefault(rel, set()).add(row)
-                    elif not present and row in stored:
-                        if base is not None:
-                            del base[row]
-                        dels.setdefault(rel, set()).add(row)
-            if not ins and not dels:
-                return Changes({}, self.program.derived)
+            for rel, rows in ins.items():
+                base = self._base.get(rel)
+                if base is not None:
+                    for row in rows:
+                        base[row] = None
+            for rel, rows in dels.items():
+                base = self._base.get(rel)
+                if base is not None:
+                    for row in rows:
+                        del base[row]
+            self._advance(revision)
             self._last = None  # the next read makes a new view
             if not self._plans.unfolded.isdisjoint(ins.keys() | dels.keys()):
                 self._planned_for = None  # rows stored in a view the plans unfolded: re-plan
@@ -294,7 +385,41 @@ class Reasoner:
                 for rel in {*ins, *dels, *changed}:
                     for v in self._dependents.get(rel, ()):
                         self._memo.pop(v, None)
-            return Changes(changed, self.program.derived)
+            return Changes(changed, self.program.derived, revision)
+
+    def wait_for(self, revision: int, timeout: float | None = None) -> int:
+        """Block until the facts are at ``revision`` or later (another thread's or process's
+        transaction); ``revision-timeout`` after ``timeout`` seconds (default
+        :data:`WAIT_TIMEOUT`). Returns the revision reached."""
+        if self.revision >= revision:
+            return self.revision
+        end = time.monotonic() + (WAIT_TIMEOUT if timeout is None else timeout)
+        pause = 0.0005
+        while True:
+            self._catch_up()
+            if self.revision >= revision:
+                return self.revision
+            left = end - time.monotonic()
+            if left <= 0:
+                raise GrantlogError([error(
+                    "revision-timeout",
+                    f"revision {revision} was not reached within "
+                    f"{WAIT_TIMEOUT if timeout is None else timeout:g} s (at {self.revision})",
+                    Span("<api>", 0, 0, 0, 0),
+                    "the revision may not exist yet, or this reasoner cannot reach its store")])
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.02)
+
+    def _catch_up(self) -> None:
+        """Apply transactions committed elsewhere (a store-backed reasoner reads its log;
+        an in-memory one has nothing to read)."""
+
+    def _advance(self, revision: int) -> None:
+        """The facts are now at ``revision``: decisions made from here on say so."""
+        self.revision = revision
+        self._denied = Decision(False, (), revision)
+        self._fact = Decision(True, (), revision)
+        self._allowed = {}
 
     def _forget(self) -> None:
         """Drop every answer kept across reads."""
@@ -463,18 +588,23 @@ class Reasoner:
                 plan_bound(g.rule, set(), self.program.virtual, order))
         return fn
 
-    def query(self, goal: str) -> list[dict[str, ir.Value]]:
-        """Every binding of the goal's named variables, sorted."""
+    def query(self, goal: str, at_least: int | None = None) -> Answers[dict[str, ir.Value]]:
+        """Every binding of the goal's named variables, sorted (``.revision``: the revision
+        answered at, ``at_least`` or later: see :meth:`wait_for`)."""
         g = self._goal(goal)
+        if at_least is not None:
+            self.wait_for(at_least)
         out: set[ir.Row] = set()
         with self._read():
             ctx = self._context()
             self._goal_fn(g)(ctx.F, None, ctx.index, out.add, {})
-        return [dict(zip(g.names, row, strict=True)) for row in sorted(out, key=ir.row_key)]
+            revision = self.revision
+        return Answers((dict(zip(g.names, row, strict=True))
+                        for row in sorted(out, key=ir.row_key)), revision)
 
-    def ask(self, goal: str) -> bool:
+    def ask(self, goal: str, at_least: int | None = None) -> bool:
         """Whether the goal has at least one answer."""
-        return bool(self.query(goal))
+        return bool(self.query(goal, at_least))
 
     def _decision(self) -> str:
         rel = self._decision_rel
@@ -489,13 +619,18 @@ class Reasoner:
         self._decision_rel = rel
         return rel
 
-    def check(self, subject: str, operation: str, resource: str) -> Decision:
+    def check(self, subject: str, operation: str, resource: str,
+              at_least: int | None = None) -> Decision:
         """Is ``decision(subject, operation, resource)`` true? (``allowed/3`` by convention).
 
         Goal-directed: only what this one question needs is evaluated. ``reasons`` names the
         rule that decided (first), then the rules that derived its premises (one level down);
-        a denial has none (``explain`` gives the why-not tree).
+        a denial has none (``explain`` gives the why-not tree). ``revision``: the facts'
+        revision it saw; ``at_least``: wait until the facts are at that revision or later
+        (SpiceDB's zedtokens; :meth:`wait_for`).
         """
+        if at_least is not None and at_least > self.revision:
+            self.wait_for(at_least)
         rel = self._decision()
         row = (subject, operation, resource)
         with self._lock:  # what _read does, without a generator (checks are the hot path)
@@ -512,15 +647,15 @@ class Reasoner:
         if rel in self.program.virtual:
             got = ctx.demand(rel, (0, 1, 2), row)
             if not got:
-                return DENIED
+                return self._denied
             rid = got[row]
             rule = self.program.rules[rid] if rid >= 0 else None
         else:
             if row not in ctx.F[rel]:
-                return DENIED
+                return self._denied
             rule = self._deriving_rule(ctx, rel, row)
         if rule is None:  # a base fact of the decision relation
-            return FACT
+            return self._fact
         plan = self._reason_plans.get(rule.index)
         if plan is None:
             plan = self._reason_plans[rule.index] = self._reason_plan(rule)
@@ -537,7 +672,7 @@ class Reasoner:
         names = tuple(reasons)
         decision = self._allowed.get(names)
         if decision is None:  # one per list of reasons (immutable: shared)
-            decision = self._allowed[names] = Decision(True, names)
+            decision = self._allowed[names] = Decision(True, names, self.revision)
         return decision
 
     def _reason_plan(self, rule: ir.Rule) -> _ReasonPlan:
@@ -645,8 +780,8 @@ class Reasoner:
 
     def list(
         self, subject: str, operation: str, type: str | None = None,
-        within: str | None = None,
-    ) -> builtins.list[ir.Value]:
+        within: str | None = None, at_least: int | None = None,
+    ) -> Answers[ir.Value]:
         """The resources ``subject`` may perform ``operation`` on, sorted; with ``type``, only
         resources with ``entity(resource, type)`` (the prelude's entity relation); with
         ``within``, only ``within`` and the resources below it (the prelude's
@@ -656,6 +791,8 @@ class Reasoner:
         resources below ``within`` first, then one decision per group of resources no rule
         can tell apart (the same facts up to their own name: engine/symmetry.py), sharing
         what the decisions have in common (the subject's roles, the container's grants)."""
+        if at_least is not None:
+            self.wait_for(at_least)
         rel = self._decision()
         if type is not None:
             self._relation("entity")
@@ -684,10 +821,11 @@ class Reasoner:
                     if ctx.lookup(rel, (0, 1, 2), (subject, operation, kind[0])):
                         decided += kind
                 found = decided
+            revision = self.revision
         values = set(found)
         if all(isinstance(x, str) for x in values):
-            return sorted(values)  # the value order among strings
-        return sorted(values, key=ir.value_key)
+            return Answers(sorted(values), revision)  # the value order among strings
+        return Answers(sorted(values, key=ir.value_key), revision)
 
     def _kinds(self, ctx: DemandContext, candidates: Sequence[ir.Value],
                fixed: set[ir.Value], known: set[tuple[str, int]] | None = None,
@@ -717,12 +855,16 @@ class Reasoner:
         base = {rel: self._base.get(rel) for rel in stored}
         return symmetry.kinds(candidates, stored, ctx.base_index, base, fixed | consts)
 
-    def who(self, operation: str, resource: str) -> builtins.list[ir.Value]:
+    def who(self, operation: str, resource: str,
+            at_least: int | None = None) -> Answers[ir.Value]:
         """The subjects that may perform ``operation`` on ``resource``, sorted."""
+        if at_least is not None:
+            self.wait_for(at_least)
         rel = self._decision()
         with self._read():
             found = {row[0] for row in self._context().lookup(rel, (1, 2), (operation, resource))}
-        return sorted(found, key=ir.value_key)
+            revision = self.revision
+        return Answers(sorted(found, key=ir.value_key), revision)
 
 
 class Transaction:
@@ -732,6 +874,8 @@ class Transaction:
         self._reasoner = reasoner
         self.ops: dict[str, dict[ir.Row, bool]] = {}
         self.changes: Changes = Changes({}, frozenset())
+        #: the revision this transaction made (set when it commits)
+        self.revision: int | None = None
 
     def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
         ops = self.ops.setdefault(rel, {})
@@ -750,6 +894,8 @@ class Changes:
 
     by_relation: dict[str, Change]
     derived_relations: frozenset[str] | set[str] = field(default_factory=frozenset)
+    #: the revision the transaction made (the one it found when it changed nothing)
+    revision: int = 0
 
     def gained(self, rel: str) -> set[ir.Row]:
         c = self.by_relation.get(rel)

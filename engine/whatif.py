@@ -82,8 +82,10 @@ class WhatIf:
 
 
 def diff_programs(before: ir.Program, after: ir.Program, relation: str = "allowed",
-                  proofs: bool = True) -> WhatIf:
-    """Compare the rows of ``relation`` in two programs; see the module docstring."""
+                  proofs: bool = True,
+                  facts: dict[str, list[ir.Row]] | None = None) -> WhatIf:
+    """Compare the rows of ``relation`` in two programs; see the module docstring.
+    ``facts``: base facts both sides have besides their own (a store's)."""
     in_before = relation in before.relations
     in_after = relation in after.relations
     if not in_before and not in_after:
@@ -95,6 +97,9 @@ def diff_programs(before: ir.Program, after: ir.Program, relation: str = "allowe
             f"did you mean `{close[0]}`?" if close else None)])
     r_before = Reasoner(before)
     r_after = Reasoner(after)
+    if facts:
+        for r in (r_before, r_after):
+            r.seed({rel: rows for rel, rows in facts.items() if rel in r.program.relations}, 0)
     old = r_before.rows(relation) if in_before else set()
     new = r_after.rows(relation) if in_after else set()
     gained = tuple(_delta("+", relation, row, r_after if proofs else None)

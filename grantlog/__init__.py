@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from grantlog.engine import Decision, Explanation, Program, Proof, Reasoner
+from grantlog.engine import Answers, Decision, Explanation, Program, Proof, RevisionConflict
 from grantlog.engine.compiler import compile_program
 from grantlog.grammar import Diagnostic, GrantlogError, Span
+from grantlog.reasoner import Reasoner
 
 __version__ = "0.1.0"
 
@@ -40,6 +41,7 @@ def compile(
 
 
 __all__ = [
+    "Answers",
     "Decision",
     "Diagnostic",
     "Explanation",
@@ -47,6 +49,7 @@ __all__ = [
     "Program",
     "Proof",
     "Reasoner",
+    "RevisionConflict",
     "Span",
     "compile",
 ]

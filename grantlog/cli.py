@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grantlog.engine import Reasoner, compile_program
+from grantlog.engine import compile_program
 from grantlog.engine.ir import Program, row_key, show_atom, show_value
 from grantlog.engine.lint import lint
 from grantlog.engine.loader import expand_paths, read_source
@@ -24,6 +24,7 @@ from grantlog.engine.testing import Coverage, run_tests
 from grantlog.engine.whatif import diff_programs
 from grantlog.grammar import format_text
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, render_all
+from grantlog.reasoner import Reasoner
 from grantlog.rules import model_path, models
 
 EXIT_OK, EXIT_NO, EXIT_USER, EXIT_INTERNAL = 0, 1, 2, 3
@@ -60,8 +61,15 @@ def _compile(paths: Sequence[str], strict: bool) -> Program:
     return program
 
 
+def _reasoner(a: argparse.Namespace, program: Program) -> Reasoner:
+    """The program's reasoner, over the facts of ``--store`` too when given (read once: the
+    command answers at the store's current revision)."""
+    store = getattr(a, "store", None)
+    return Reasoner(program, store=store, follow=False) if store else Reasoner(program)
+
+
 def cmd_eval(a: argparse.Namespace) -> int:
-    r = Reasoner(_compile(_inputs(a, a.files), a.strict))
+    r = _reasoner(a, _compile(_inputs(a, a.files), a.strict))
     rows = r.all_rows()
     if a.json:
         _out(json.dumps({k: sorted([list(x) for x in v], key=row_key) for k, v in rows.items()},
@@ -78,7 +86,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
 
 def cmd_query(a: argparse.Namespace) -> int:
     *files, goal = a.args
-    r = Reasoner(_compile(_inputs(a, files), a.strict))
+    r = _reasoner(a, _compile(_inputs(a, files), a.strict))
     answers = r.query(goal)
     if a.json:
         _out(json.dumps(answers, indent=2, ensure_ascii=False))
@@ -92,7 +100,7 @@ def cmd_query(a: argparse.Namespace) -> int:
 
 def cmd_explain(a: argparse.Namespace) -> int:
     *files, goal = a.args
-    r = Reasoner(_compile(_inputs(a, files), a.strict))
+    r = _reasoner(a, _compile(_inputs(a, files), a.strict))
     ex = r.explain(goal)
     render = {"text": ex.render, "json": ex.to_json, "dot": ex.to_dot,
               "mermaid": ex.to_mermaid}[a.format]
@@ -106,7 +114,7 @@ def cmd_check(a: argparse.Namespace) -> int:
                          "FILE... SUBJECT OPERATION RESOURCE\n")
         return EXIT_USER
     *files, subject, operation, resource = a.args
-    r = Reasoner(_compile(_inputs(a, files), a.strict))
+    r = _reasoner(a, _compile(_inputs(a, files), a.strict))
     d = r.check(subject, operation, resource)
     goal = show_atom(r.program.decision, (subject, operation, resource))
     if a.json:
@@ -234,7 +242,7 @@ def cmd_lint(a: argparse.Namespace) -> int:
 
 def cmd_list(a: argparse.Namespace) -> int:
     *files, subject, operation = a.args
-    r = Reasoner(_compile(_inputs(a, files), a.strict))
+    r = _reasoner(a, _compile(_inputs(a, files), a.strict))
     found = r.list(subject, operation, a.type, a.within)
     if a.json:
         _out(json.dumps(found, ensure_ascii=False))
@@ -246,7 +254,7 @@ def cmd_list(a: argparse.Namespace) -> int:
 
 def cmd_who(a: argparse.Namespace) -> int:
     *files, operation, resource = a.args
-    r = Reasoner(_compile(_inputs(a, files), a.strict))
+    r = _reasoner(a, _compile(_inputs(a, files), a.strict))
     found = r.who(operation, resource)
     if a.json:
         _out(json.dumps(found, ensure_ascii=False))
@@ -260,6 +268,24 @@ def cmd_import(a: argparse.Namespace) -> int:
     from grantlog.interop.gravitino import load_gravitino_dir, to_gl
 
     facts = load_gravitino_dir(Path(a.dir), a.metalake)
+    if a.store:
+        from grantlog.store import open_store
+
+        model = model_path("gravitino")
+        assert model is not None
+        program = compile_program(None, [str(model)])
+        st = open_store(a.store, program, policy=program.digest)
+        try:
+            with st.writing() as w:
+                added = sum(w.load(rel, [tuple(r) for r in rows])
+                            for rel, rows in sorted(facts.items()))
+        finally:
+            st.close()
+        n = sum(len(v) for v in facts.values())
+        sys.stderr.write(f"stored {added} new facts of {n} in {a.store}"
+                         + (f" as revision {w.committed}\n" if w.committed else "\n"))
+        if not a.output:
+            return EXIT_OK
     text = to_gl(facts)
     if a.output:
         Path(a.output).write_text(text, encoding="utf-8")
@@ -313,7 +339,18 @@ def cmd_diff(a: argparse.Namespace) -> int:
             sys.stderr.write(render_all(fresh, program.sources) + "\n")
             shown += fresh
         sides.append(program)
-    result = diff_programs(sides[0], sides[1], a.relation, proofs=not a.no_proofs)
+    stored: dict[str, list[Any]] | None = None
+    if a.store:
+        from grantlog.store import open_store
+
+        st = open_store(a.store, create=False)
+        try:
+            st.attach()
+            _, stored = st.snapshot()
+        finally:
+            st.close()
+    result = diff_programs(sides[0], sides[1], a.relation, proofs=not a.no_proofs,
+                           facts=stored)
     if a.json:
         _out(json.dumps(result.to_dict(proofs=not a.no_proofs), indent=2, ensure_ascii=False))
     else:
@@ -335,6 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--model", "-m", help="a shipped model (see `grantlog models`)")
             sp.add_argument("--facts", "-f", action="append", metavar="FILE",
                             help="a file of facts (or rules) to add; repeatable")
+            sp.add_argument("--store", "-s", metavar="URL",
+                            help="also the base facts of this store (sqlite:///facts.db, "
+                            "postgresql://...; see `grantlog store`)")
         return sp
 
     sp = add("eval", "evaluate rule files and print every relation", inputs=True)
@@ -401,10 +441,16 @@ def build_parser() -> argparse.ArgumentParser:
     ip.add_argument("dir", metavar="DIR")
     ip.add_argument("--metalake", default="m1", help="the metalake the files describe")
     ip.add_argument("--output", "-o", help="write the facts here instead of stdout")
+    ip.add_argument("--store", "-s", metavar="URL",
+                    help="write the facts into this store (one transaction) instead of stdout")
     ip.set_defaults(fn=cmd_import)
 
     sub.add_parser("spark", help="bulk run on Spark (see `grantlog spark run -h`)",
                    add_help=False)
+
+    from grantlog.store.cli import add_parser as add_store_parser
+
+    add_store_parser(sub)
 
     sp = sub.add_parser("models", help="list the shipped models")
     sp.add_argument("--json", action="store_true")
@@ -425,6 +471,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"rule and fact files of the {side} side only")
         sp.add_argument(f"--facts-{side}", action="extend", nargs="+", metavar="FILE",
                         help=f"fact files of the {side} side only")
+    sp.add_argument("--store", "-s", metavar="URL",
+                    help="the base facts of this store are on both sides")
     sp.add_argument("--relation", "-r", default="allowed",
                     help="the relation to compare (default: allowed)")
     sp.add_argument("--json", action="store_true")

@@ -1,0 +1,51 @@
+"""``grantlog.Reasoner``: the engine's reasoner, with a store behind it on request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from grantlog import engine
+from grantlog.engine import ir
+from grantlog.grammar.diagnostics import GrantlogError, Span, error
+
+if TYPE_CHECKING:
+    from grantlog.store import Store
+
+
+class Reasoner(engine.Reasoner):
+    """Answers questions about a compiled program over base facts that change at run time.
+
+    ``store="sqlite:///facts.db"`` (or ``postgresql://...``, or an open store) keeps the base
+    facts durable: every transaction is written to the store before it becomes visible, and
+    transactions of other processes on the same store are followed from its change log
+    (``follow=False`` follows only on demand: :meth:`sync`, ``at_least=``). See
+    grantlog/store/reasoner.py.
+    """
+
+    def __new__(cls, program: ir.Program, watch: Iterable[str] | str = (),
+                backend: str = "memory", store: str | Store | None = None,
+                follow: bool = True) -> Any:
+        if store is None:
+            return engine.Reasoner.__new__(cls, program, watch, backend)
+        if backend != "memory":
+            raise GrantlogError([error(
+                "unsupported-feature", f"the `{backend}` backend does not read a store",
+                Span("<api>", 0, 0, 0, 0), "use the default in-memory backend with `store=`")])
+        from grantlog.store.reasoner import StoredReasoner
+
+        return engine.Reasoner.__new__(StoredReasoner, program, watch)
+
+    def __init__(self, program: ir.Program, watch: Iterable[str] | str = (),
+                 backend: str = "memory", store: str | Store | None = None,
+                 follow: bool = True) -> None:
+        super().__init__(program, watch, backend)
+
+    def close(self) -> None:
+        """Release what the reasoner holds (a store's connections and follower)."""
+
+    def __enter__(self) -> Reasoner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,474 @@
+"""What the SQLite and PostgreSQL stores share: the tables, the change log, revisions.
+
+Tables (``T`` is a relation's table, grantlog/store/schema.py):
+
+* ``grantlog_head(id, revision, horizon, policy)``: one row; ``revision`` is the last committed
+  transaction's number. Every write transaction locks and updates this row first, so writers
+  are serialized and **revision order is commit order** (a follower reading the log in
+  revision order never skips a transaction that committed late). ``horizon``: log entries at
+  or below it were compacted away.
+* ``grantlog_relations(relation, spec)``: each fact table and its columns (schema checks).
+* ``rel_<relation>``: the base facts, a primary key over all columns.
+* ``grantlog_log(revision, relation, sign, row)``: append-only, one row per fact a transaction
+  added (+1) or removed (-1), net; ``row`` is the fact's values as a JSON array.
+* ``grantlog_revisions(revision, committed_at, added, removed)``: one row per transaction.
+
+A write transaction (:meth:`Store.writing`) locks the head, returns the log since the
+caller's revision (so the caller catches up inside the same database transaction), then
+writes the facts, their log rows and the new head in one database transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from grantlog.engine import ir
+from grantlog.grammar.diagnostics import GrantlogError, Span, error
+
+from . import schema
+
+Delta = dict[str, set[ir.Row]]
+
+META = (
+    "grantlog_head", "grantlog_relations", "grantlog_log", "grantlog_revisions",
+)
+
+
+def store_error(code: str, message: str, url: str, help: str | None = None) -> GrantlogError:
+    return GrantlogError([error(code, message, Span(url, 0, 0, 0, 0), help)])
+
+
+def q(name: str) -> str:
+    """A quoted SQL identifier (column names like ``user`` or ``group`` are keywords)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def encode_row(row: ir.Row) -> str:
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_row(text: str) -> ir.Row:
+    return tuple(json.loads(text))
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One committed transaction as the log has it: the facts it added and removed."""
+
+    revision: int
+    added: Delta
+    removed: Delta
+
+    def __len__(self) -> int:
+        return sum(map(len, self.added.values())) + sum(map(len, self.removed.values()))
+
+
+def group(entries: Iterable[tuple[int, str, int, str]]) -> list[Revision]:
+    """Log rows (revision, relation, sign, row), ordered by revision, as transactions."""
+    out: list[Revision] = []
+    for rev, rel, sign, text in entries:
+        if not out or out[-1].revision != rev:
+            out.append(Revision(rev, {}, {}))
+        side = out[-1].added if sign > 0 else out[-1].removed
+        side.setdefault(rel, set()).add(decode_row(text))
+    return out
+
+
+class Listener(ABC):
+    """Wakes a follower when another connection may have committed."""
+
+    @abstractmethod
+    def wait(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds; True when something may have been committed."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class Writer:
+    """The open write transaction of :meth:`Store.writing`."""
+
+    def __init__(self, store: Store, cur: Any, revision: int, horizon: int) -> None:
+        self.store = store
+        self.cur = cur
+        #: the head when the transaction began (the writer holds its lock)
+        self.revision = revision
+        self.horizon = horizon
+        #: the revision this transaction commits as (None: it changed nothing)
+        self.committed: int | None = None
+        self._added = 0
+        self._removed = 0
+
+    @property
+    def next(self) -> int:
+        return self.revision + 1
+
+    def since(self, revision: int) -> list[Revision]:
+        """The transactions after ``revision`` (committed by others; the head is locked, so
+        no more can commit meanwhile). Raises ``revision-compacted`` below the horizon."""
+        return self.store._since(self.cur, revision, self.horizon)
+
+    def snapshot(self) -> tuple[int, dict[str, list[ir.Row]]]:
+        """Every stored fact, read inside this transaction."""
+        return self.revision, {rel: self.store._fetch_all(self.cur, t)
+                               for rel, t in self.store.tables.items()}
+
+    def apply(self, ins: Delta, dels: Delta) -> None:
+        """Write a net change: every row of ``ins`` absent from the store, every row of
+        ``dels`` present (the caller computed them against the state at ``revision``)."""
+        st = self.store
+        for rel, rows in dels.items():
+            if rows:
+                t = st._table(self.cur, rel)
+                st._delete(self.cur, t, rows)
+                st._log(self.cur, self.next, rel, -1, rows)
+                self._removed += len(rows)
+        for rel, rows in ins.items():
+            if rows:
+                t = st._table(self.cur, rel, create=True)
+                st._insert(self.cur, t, rows)
+                st._log(self.cur, self.next, rel, 1, rows)
+                self._added += len(rows)
+
+    def load(self, rel: str, rows: Iterable[ir.Row]) -> int:
+        """Add rows that may already be stored (a bulk load): only the new ones are written
+        and logged. Returns how many were new."""
+        st = self.store
+        t = st._table(self.cur, rel, create=True)
+        n = st._load(self.cur, t, rows, self.next)
+        self._added += n
+        return n
+
+    @property
+    def changed(self) -> bool:
+        return bool(self._added or self._removed)
+
+
+class Store(ABC):
+    """A durable home for base facts with a change log (see the module docstring)."""
+
+    dialect = ""
+    #: placeholder of the driver's parameter style
+    param = "?"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.tables: dict[str, schema.Table] = {}
+        #: tables of relations that may get base facts later (derived relations)
+        self._pending_tables: dict[str, schema.Table] = {}
+
+    # -- the dialect ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def _cursor(self) -> AbstractContextManager[Any]:
+        """A context manager: a cursor on the store's connection, for one transaction."""
+
+    @abstractmethod
+    def _begin_write(self, cur: Any) -> None: ...
+
+    @abstractmethod
+    def _begin_read(self, cur: Any) -> None: ...
+
+    @abstractmethod
+    def _commit(self, cur: Any) -> None: ...
+
+    @abstractmethod
+    def _rollback(self, cur: Any) -> None: ...
+
+    @abstractmethod
+    def _column_type(self, kind: str) -> str: ...
+
+    @abstractmethod
+    def _insert(self, cur: Any, t: schema.Table, rows: Iterable[ir.Row]) -> None: ...
+
+    @abstractmethod
+    def _delete(self, cur: Any, t: schema.Table, rows: Iterable[ir.Row]) -> None: ...
+
+    @abstractmethod
+    def _log(self, cur: Any, revision: int, rel: str, sign: int,
+             rows: Iterable[ir.Row]) -> None: ...
+
+    @abstractmethod
+    def _load(self, cur: Any, t: schema.Table, rows: Iterable[ir.Row], revision: int) -> int: ...
+
+    @abstractmethod
+    def _decode(self, t: schema.Table) -> Any:
+        """A function from a fetched row to the fact's row (None: rows come out as they are)."""
+
+    @abstractmethod
+    def _notify(self, cur: Any, revision: int) -> None: ...
+
+    @abstractmethod
+    def listener(self) -> Listener: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def size_bytes(self) -> int | None: ...
+
+    def _sql(self, text: str) -> str:
+        return text if self.param == "?" else text.replace("?", self.param)
+
+    # -- opening --------------------------------------------------------------------------------
+
+    def _create_meta(self, cur: Any) -> None:
+        big = self._column_type("int")
+        text = self._column_type("string")
+        for stmt in (
+            f"CREATE TABLE IF NOT EXISTS grantlog_head (id INTEGER PRIMARY KEY, "
+            f"revision {big} NOT NULL, horizon {big} NOT NULL, policy {text} NOT NULL)",
+            f"CREATE TABLE IF NOT EXISTS grantlog_relations (relation {text} PRIMARY KEY, "
+            f"spec {text} NOT NULL)",
+            f"CREATE TABLE IF NOT EXISTS grantlog_log (revision {big} NOT NULL, "
+            f"relation {text} NOT NULL, sign SMALLINT NOT NULL, row {text} NOT NULL, "
+            f"PRIMARY KEY (revision, relation, row)){self._without_rowid()}",
+            f"CREATE TABLE IF NOT EXISTS grantlog_revisions (revision {big} PRIMARY KEY, "
+            f"committed_at DOUBLE PRECISION NOT NULL, added {big} NOT NULL, "
+            f"removed {big} NOT NULL)",
+        ):
+            cur.execute(stmt)
+        cur.execute(self._sql(
+            "INSERT INTO grantlog_head (id, revision, horizon, policy) VALUES (1, 0, 0, ?) "
+            "ON CONFLICT (id) DO NOTHING"), ("",))
+
+    def _without_rowid(self) -> str:
+        return ""
+
+    def open(self, program: ir.Program, policy: str = "") -> None:
+        """Create the store's tables for ``program``, or check that an existing store fits
+        it: tables for new relations are added; a changed relation, or a dropped one that
+        still has facts, is refused (``store-schema-mismatch``)."""
+        with self._cursor() as cur:
+            self._begin_write(cur)
+            try:
+                self._create_meta(cur)
+                cur.execute("SELECT relation, spec FROM grantlog_relations")
+                recorded: dict[str, tuple[str, int]] = {}
+                for rel, spec in cur.fetchall():
+                    t = schema.Table(rel, *self._parse_spec(spec))
+                    cur.execute(f"SELECT COUNT(*) FROM {q(t.name)}")
+                    recorded[rel] = (spec, cur.fetchone()[0])
+                add, drop, diags = schema.compare(program, recorded, self.url)
+                if diags:
+                    raise GrantlogError(diags)
+                for rel in drop:
+                    cur.execute(f"DROP TABLE IF EXISTS {q('rel_' + rel)}")
+                    cur.execute(self._sql("DELETE FROM grantlog_relations WHERE relation = ?"),
+                                (rel,))
+                wanted = schema.stored_relations(program)
+                for rel in add:
+                    self._create_table(cur, wanted[rel])
+                self.tables = {rel: schema.table(program.relations[rel])
+                               for rel in {*recorded, *add} if rel not in drop}
+                # a derived relation's table is created with its first base fact
+                self._pending_tables = {r: schema.table(rel)
+                                        for r, rel in program.relations.items()}
+                if policy:
+                    cur.execute(self._sql("UPDATE grantlog_head SET policy = ? WHERE id = 1"),
+                                (policy,))
+                self._commit(cur)
+            except BaseException:
+                self._rollback(cur)
+                raise
+
+    def attach(self) -> None:
+        """Use an existing store without rules: its tables as recorded (``stats``, ``log``,
+        ``compact``)."""
+        with self._cursor() as cur:
+            try:
+                cur.execute("SELECT relation, spec FROM grantlog_relations")
+                rows = cur.fetchall()
+            except GrantlogError:
+                raise
+            except Exception:
+                rows = None
+            finally:
+                self._rollback(cur)
+        if rows is None:
+            raise store_error("store-unavailable", "this is not a grantlog store", self.url,
+                              "create one with `grantlog store init STORE RULES...`")
+        self.tables = {rel: schema.Table(rel, *self._parse_spec(spec)) for rel, spec in rows}
+
+    @staticmethod
+    def _parse_spec(spec: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        parts = [p.split(":") for p in spec.split(",") if p]
+        return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
+
+    def _create_table(self, cur: Any, t: schema.Table) -> None:
+        cols = ", ".join(f"{q(c)} {self._column_type(k)} NOT NULL".replace("  ", " ")
+                         for c, k in zip(t.columns, t.kinds, strict=True))
+        key = ", ".join(q(c) for c in t.columns)
+        body = f"{cols}, PRIMARY KEY ({key})" if t.columns else "present INTEGER PRIMARY KEY"
+        cur.execute(f"CREATE TABLE IF NOT EXISTS {q(t.name)} ({body}){self._without_rowid()}")
+        cur.execute(self._sql("INSERT INTO grantlog_relations (relation, spec) VALUES (?, ?) "
+                              "ON CONFLICT (relation) DO NOTHING"), (t.rel, t.spec()))
+        self.tables[t.rel] = t
+
+    def _table(self, cur: Any, rel: str, create: bool = False) -> schema.Table:
+        t = self.tables.get(rel)
+        if t is None:
+            if not create:
+                raise store_error("unknown-relation", f"the store has no table for `{rel}`",
+                                  self.url)
+            t = self._pending_tables.get(rel)
+            if t is None:
+                raise store_error("unknown-relation", f"the rules have no relation `{rel}`",
+                                  self.url)
+            self._create_table(cur, t)
+        return t
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def head(self) -> tuple[int, int]:
+        """(revision, horizon) as last committed."""
+        with self._cursor() as cur:
+            self._begin_read(cur)
+            try:
+                cur.execute("SELECT revision, horizon FROM grantlog_head WHERE id = 1")
+                rev, hor = cur.fetchone()
+                return int(rev), int(hor)
+            finally:
+                self._rollback(cur)
+
+    def policy(self) -> str:
+        with self._cursor() as cur:
+            cur.execute("SELECT policy FROM grantlog_head WHERE id = 1")
+            (p,) = cur.fetchone()
+            self._rollback(cur)
+            return str(p)
+
+    def snapshot(self, relations: Iterable[str] | None = None,
+                 ) -> tuple[int, dict[str, list[ir.Row]]]:
+        """The revision and every stored fact, read in one transaction (a consistent view)."""
+        with self._cursor() as cur:
+            self._begin_read(cur)
+            try:
+                cur.execute("SELECT revision FROM grantlog_head WHERE id = 1")
+                (rev,) = cur.fetchone()
+                out: dict[str, list[ir.Row]] = {}
+                for rel in sorted(self.tables if relations is None else relations):
+                    t = self.tables[rel]
+                    out[rel] = self._fetch_all(cur, t)
+                return int(rev), out
+            finally:
+                self._rollback(cur)
+
+    def _fetch_all(self, cur: Any, t: schema.Table) -> list[ir.Row]:
+        cols = ", ".join(q(c) for c in t.columns) or "present"
+        cur.execute(f"SELECT {cols} FROM {q(t.name)}")
+        rows = cur.fetchall()
+        if not t.columns:
+            return [()] if rows else []
+        dec = self._decode(t)
+        if dec is None:
+            return rows if isinstance(rows[0] if rows else (), tuple) else list(map(tuple, rows))
+        return list(map(dec, rows))
+
+    def since(self, revision: int) -> list[Revision]:
+        """The transactions committed after ``revision``, in commit order."""
+        with self._cursor() as cur:
+            self._begin_read(cur)
+            try:
+                cur.execute("SELECT horizon FROM grantlog_head WHERE id = 1")
+                (hor,) = cur.fetchone()
+                return self._since(cur, revision, int(hor))
+            finally:
+                self._rollback(cur)
+
+    def _since(self, cur: Any, revision: int, horizon: int) -> list[Revision]:
+        if revision < horizon:
+            raise store_error(
+                "revision-compacted",
+                f"the change log before revision {horizon} was compacted; revision {revision} "
+                "cannot be followed from it", self.url, "reload the store's facts")
+        cur.execute(self._sql("SELECT revision, relation, sign, row FROM grantlog_log "
+                              "WHERE revision > ? ORDER BY revision"), (revision,))
+        return group(cur.fetchall())
+
+    def revisions(self, since: int = 0, limit: int | None = None,
+                  ) -> list[tuple[int, float, int, int]]:
+        """(revision, committed_at, added, removed) of each transaction after ``since``."""
+        with self._cursor() as cur:
+            sql = ("SELECT revision, committed_at, added, removed FROM grantlog_revisions "
+                   "WHERE revision > ? ORDER BY revision")
+            if limit is not None:
+                sql += f" LIMIT {int(limit)}"
+            cur.execute(self._sql(sql), (since,))
+            out = [(int(a), float(b), int(c), int(d)) for a, b, c, d in cur.fetchall()]
+            self._rollback(cur)
+            return out
+
+    def stats(self) -> dict[str, Any]:
+        """Sizes: facts per relation, the change log, revisions, bytes on disk."""
+        with self._cursor() as cur:
+            self._begin_read(cur)
+            try:
+                facts = {}
+                for rel, t in sorted(self.tables.items()):
+                    cur.execute(f"SELECT COUNT(*) FROM {q(t.name)}")
+                    facts[rel] = int(cur.fetchone()[0])
+                cur.execute("SELECT revision, horizon FROM grantlog_head WHERE id = 1")
+                rev, hor = cur.fetchone()
+                cur.execute("SELECT COUNT(*) FROM grantlog_log")
+                log_rows = int(cur.fetchone()[0])
+                cur.execute("SELECT COUNT(*) FROM grantlog_revisions")
+                txs = int(cur.fetchone()[0])
+            finally:
+                self._rollback(cur)
+        return {"store": self.url, "dialect": self.dialect, "revision": int(rev),
+                "horizon": int(hor), "facts": facts, "total_facts": sum(facts.values()),
+                "log_rows": log_rows, "log_transactions": txs, "bytes": self.size_bytes()}
+
+    # -- writing --------------------------------------------------------------------------------
+
+    @contextmanager
+    def writing(self) -> Iterator[Writer]:
+        """One write transaction: the head locked, then facts + log + head committed together
+        when the block ends (rolled back if it raises or wrote nothing)."""
+        with self._cursor() as cur:
+            self._begin_write(cur)
+            try:
+                cur.execute(self._sql("SELECT revision, horizon FROM grantlog_head WHERE id = 1"
+                                      + self._for_update()))
+                rev, hor = cur.fetchone()
+                w = Writer(self, cur, int(rev), int(hor))
+                yield w
+                if not w.changed:
+                    self._rollback(cur)
+                    return
+                cur.execute(self._sql("UPDATE grantlog_head SET revision = ? WHERE id = 1"),
+                            (w.next,))
+                cur.execute(self._sql("INSERT INTO grantlog_revisions (revision, committed_at, "
+                                      "added, removed) VALUES (?, ?, ?, ?)"),
+                            (w.next, time.time(), w._added, w._removed))
+                self._notify(cur, w.next)
+                self._commit(cur)
+                w.committed = w.next
+            except BaseException:
+                self._rollback(cur)
+                raise
+
+    def _for_update(self) -> str:
+        return ""
+
+    def compact(self, keep: int) -> int:
+        """Drop the change log of all but the last ``keep`` transactions (their facts stay);
+        followers further behind reload. Returns the number of log rows removed."""
+        with self.writing() as w:
+            horizon = max(w.horizon, w.revision - max(keep, 0))
+            cur = w.cur
+            cur.execute(self._sql("DELETE FROM grantlog_log WHERE revision <= ?"), (horizon,))
+            removed = int(cur.rowcount or 0)
+            cur.execute(self._sql("DELETE FROM grantlog_revisions WHERE revision <= ?"),
+                        (horizon,))
+            cur.execute(self._sql("UPDATE grantlog_head SET horizon = ? WHERE id = 1"),
+                        (horizon,))
+            self._commit(cur)
+        return removed

@@ -1,0 +1,289 @@
+"""``grantlog store``: create, load, dump, inspect and compact a store.
+
+::
+
+    grantlog store init STORE (--rules FILE... | --model NAME)
+    grantlog store load STORE DATA... (--rules FILE... | --model NAME) [--relation REL]
+    grantlog store dump STORE (--rules ... | --model ...) -o OUT [--format gl|csv|jsonl|parquet]
+    grantlog store log STORE [--since REV] [--limit N] [--derived REL --rules/--model ...]
+    grantlog store stats STORE
+    grantlog store compact STORE --keep N
+
+``load`` writes every fact of the data files (`.gl`, `.csv`, `.jsonl`, `.parquet`, or
+directories of them) as one transaction; ``dump`` writes the stored facts (``gl``: one file;
+the others: one file per relation in the directory OUT; Parquet is what ``grantlog spark
+run --input REL=OUT/REL.parquet`` reads). ``log --derived allowed`` replays each transaction
+and shows who gained and lost which permission.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from grantlog.engine import compile_program, ir
+from grantlog.grammar.diagnostics import GrantlogError, Span, error, render_all
+from grantlog.rules import model_path, models
+
+from . import ingest, open_store
+from .base import Revision
+
+
+def add_parser(sub: Any) -> None:
+    sp = sub.add_parser("store", help="create, load, dump, inspect and compact a fact store",
+                        description=__doc__.split("\n")[0] if __doc__ else None)
+    ssub = sp.add_subparsers(dest="store_command", required=True, metavar="COMMAND")
+
+    def add(name: str, help: str, rules: bool | None) -> argparse.ArgumentParser:
+        p = ssub.add_parser(name, help=help, description=help)
+        p.add_argument("store", metavar="STORE",
+                       help="sqlite:///path.db, sqlite:////abs/path.db or postgresql://...")
+        if rules is not None:
+            p.add_argument("--rules", "-r", nargs="+", metavar="FILE", default=[],
+                           help="the rule files the store serves" +
+                           ("" if rules else " (needed for --derived)"))
+            p.add_argument("--model", "-m", help="a shipped model instead of --rules")
+            p.add_argument("--strict", action="store_true",
+                           help="unknown relations are errors, not warnings")
+        p.add_argument("--json", action="store_true")
+        assert isinstance(p, argparse.ArgumentParser)
+        return p
+
+    p = add("init", "create a store for rule files (or check an existing one fits them)", True)
+    p.set_defaults(fn=cmd_init)
+    p = add("load", "load fact files (.gl, .csv, .jsonl, .parquet) as one transaction", True)
+    p.add_argument("data", nargs="+", metavar="DATA")
+    p.add_argument("--relation", help="the relation of CSV/JSONL/Parquet files not named "
+                   "after one")
+    p.set_defaults(fn=cmd_load)
+    p = add("dump", "write the stored facts to .gl, CSV, JSON Lines or Parquet", True)
+    p.add_argument("--output", "-o", required=True, metavar="OUT",
+                   help="a .gl file (gl), else a directory: one file per relation")
+    p.add_argument("--format", "-f", choices=ingest.FORMATS, default=None,
+                   help="default: gl when OUT ends in .gl, else parquet")
+    p.set_defaults(fn=cmd_dump)
+    p = add("log", "the change log: each transaction's facts, and its derived changes", False)
+    p.add_argument("--since", type=int, default=None, metavar="REV",
+                   help="transactions after REV (default: the oldest kept)")
+    p.add_argument("--limit", type=int, default=None, metavar="N")
+    p.add_argument("--derived", metavar="REL",
+                   help="also the rows of REL (e.g. allowed) each transaction added/removed")
+    p.set_defaults(fn=cmd_log)
+    p = add("stats", "sizes: facts per relation, the change log, bytes", None)
+    p.set_defaults(fn=cmd_stats)
+    p = add("compact", "drop the change log of all but the last N transactions", None)
+    p.add_argument("--keep", type=int, required=True, metavar="N")
+    p.set_defaults(fn=cmd_compact)
+
+
+def _program(a: argparse.Namespace, required: bool = True) -> ir.Program | None:
+    paths: list[str] = []
+    if getattr(a, "model", None):
+        path = model_path(a.model)
+        if path is None:
+            names = ", ".join(f"`{m.name}`" for m in models())
+            raise GrantlogError([error("unknown-model", f"no shipped model `{a.model}`",
+                                       Span("<command line>", 0, 0, 0, 0),
+                                       f"shipped models: {names}")])
+        paths.append(str(path))
+    paths += list(getattr(a, "rules", None) or [])
+    if not paths:
+        if not required:
+            return None
+        raise GrantlogError([error("no-input", "no rule files given",
+                                   Span("<command line>", 0, 0, 0, 0),
+                                   "name them with --rules FILE..., or --model NAME")])
+    program = compile_program(None, paths, strict=getattr(a, "strict", False))
+    if program.warnings:
+        sys.stderr.write(render_all(program.warnings, program.sources) + "\n")
+    return program
+
+
+def _out(a: argparse.Namespace, payload: Any, text: str) -> None:
+    sys.stdout.write((json.dumps(payload, indent=2, ensure_ascii=False) if a.json else text)
+                     + "\n")
+
+
+def cmd_init(a: argparse.Namespace) -> int:
+    program = _program(a)
+    assert program is not None
+    st = open_store(a.store, program, policy=program.digest)
+    try:
+        tables = sorted(st.tables)
+        rev, _ = st.head()
+    finally:
+        st.close()
+    _out(a, {"store": a.store, "revision": rev, "relations": tables},
+         f"store {a.store} at revision {rev}: {len(tables)} relations "
+         f"({', '.join(tables)})")
+    return 0
+
+
+def cmd_load(a: argparse.Namespace) -> int:
+    program = _program(a)
+    assert program is not None
+    t0 = time.perf_counter()
+    data = ingest.read(a.data, program, a.relation)
+    t1 = time.perf_counter()
+    n = sum(map(len, data.values()))
+    sys.stderr.write(f"read {n:,} facts in {t1 - t0:.2f} s\n")
+    st = open_store(a.store, program, policy=program.digest)
+    try:
+        new: dict[str, int] = {}
+        with st.writing() as w:
+            for rel in sorted(data):
+                sys.stderr.write(f"  {rel}: {len(data[rel]):,} rows\n")
+                new[rel] = w.load(rel, data[rel])
+        rev = w.committed
+    finally:
+        st.close()
+    t2 = time.perf_counter()
+    added = sum(new.values())
+    _out(a, {"revision": rev, "read": n, "added": added, "by_relation": new,
+             "seconds": round(t2 - t0, 3)},
+         f"loaded {added:,} new facts of {n:,} read in {t2 - t0:.2f} s "
+         + (f"as revision {rev}" if rev is not None else "(nothing new: no revision)"))
+    return 0
+
+
+def cmd_dump(a: argparse.Namespace) -> int:
+    program = _program(a)
+    assert program is not None
+    fmt = a.format or ("gl" if a.output.endswith(".gl") else "parquet")
+    st = open_store(a.store, program, create=False)
+    try:
+        rev, rows = st.snapshot()
+    finally:
+        st.close()
+    written = ingest.dump({r: v for r, v in rows.items() if v}, program, a.output, fmt)
+    n = sum(map(len, rows.values()))
+    _out(a, {"revision": rev, "facts": n, "files": written},
+         f"dumped {n:,} facts at revision {rev} to {', '.join(written) or a.output}")
+    return 0
+
+
+def cmd_stats(a: argparse.Namespace) -> int:
+    st = open_store(a.store, create=False)
+    try:
+        st.attach()
+        s = st.stats()
+    finally:
+        st.close()
+    lines = [f"store {s['store']} ({s['dialect']}), revision {s['revision']}, "
+             f"log kept after revision {s['horizon']}"]
+    for rel, n in s["facts"].items():
+        lines.append(f"  {rel:<24} {n:>12,} facts")
+    lines.append(f"  {'(total)':<24} {s['total_facts']:>12,} facts")
+    lines.append(f"  change log: {s['log_rows']:,} rows over {s['log_transactions']:,} "
+                 "transactions")
+    if s["bytes"] is not None:
+        lines.append(f"  on disk: {s['bytes'] / 2**20:.1f} MiB")
+    _out(a, s, "\n".join(lines))
+    return 0
+
+
+def cmd_compact(a: argparse.Namespace) -> int:
+    st = open_store(a.store, create=False)
+    try:
+        st.attach()
+        removed = st.compact(a.keep)
+        rev, hor = st.head()
+    finally:
+        st.close()
+    _out(a, {"removed_log_rows": removed, "revision": rev, "horizon": hor},
+         f"removed {removed:,} log rows; the log now starts after revision {hor}")
+    return 0
+
+
+def cmd_log(a: argparse.Namespace) -> int:
+    program = _program(a, required=a.derived is not None)
+    st = open_store(a.store, create=False)
+    try:
+        if program is not None:
+            st.open(program)
+        else:
+            st.attach()
+        rev, hor = st.head()
+        since = hor if a.since is None else a.since
+        txs = st.since(since)
+        meta = {r[0]: r for r in st.revisions(since)}
+        now: tuple[int, dict[str, list[ir.Row]]] | None = None
+        if a.derived is not None:
+            now = st.snapshot()
+    finally:
+        st.close()
+    derived: dict[int, Any] = {}
+    if a.derived is not None and program is not None and now is not None:
+        derived = _replay(program, now, txs, since, a.derived, a.limit)
+    if a.limit is not None:
+        txs = txs[:a.limit]
+    out: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for tx in txs:
+        at = meta.get(tx.revision, (0, 0.0, 0, 0))[1]
+        entry: dict[str, Any] = {
+            "revision": tx.revision, "committed_at": at,
+            "added": {r: sorted([list(x) for x in v], key=ir.row_key)
+                      for r, v in sorted(tx.added.items())},
+            "removed": {r: sorted([list(x) for x in v], key=ir.row_key)
+                        for r, v in sorted(tx.removed.items())}}
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at)) if at else "?"
+        lines.append(f"revision {tx.revision} at {when} UTC: +{_count(tx.added)} "
+                     f"-{_count(tx.removed)} facts")
+        for rel in sorted(tx.removed):
+            lines += [f"  -{ir.show_atom(rel, r)}" for r in sorted(tx.removed[rel],
+                                                                  key=ir.row_key)][:50]
+        for rel in sorted(tx.added):
+            lines += [f"  +{ir.show_atom(rel, r)}" for r in sorted(tx.added[rel],
+                                                                  key=ir.row_key)][:50]
+        if tx.revision in derived:
+            gained, lost = derived[tx.revision]
+            entry["derived"] = {"relation": a.derived,
+                                "gained": [list(x) for x in gained],
+                                "lost": [list(x) for x in lost]}
+            lines.append(f"  {a.derived}: {len(gained)} gained, {len(lost)} lost")
+            lines += [f"    -{ir.show_atom(a.derived, r)}" for r in lost]
+            lines += [f"    +{ir.show_atom(a.derived, r)}" for r in gained]
+        out.append(entry)
+    if not txs:
+        lines.append(f"no transactions after revision {since} (the store is at {rev})")
+    _out(a, {"revision": rev, "horizon": hor, "transactions": out}, "\n".join(lines))
+    return 0
+
+
+def _count(d: dict[str, set[ir.Row]]) -> int:
+    return sum(map(len, d.values()))
+
+
+def _replay(program: ir.Program, now: tuple[int, dict[str, list[ir.Row]]],
+            txs: list[Revision], since: int, rel: str, limit: int | None = None,
+            ) -> dict[int, tuple[list[ir.Row], list[ir.Row]]]:
+    """Each transaction's gained and lost rows of ``rel``: the facts at ``since`` (the current
+    ones with the later transactions undone), then each transaction applied with ``rel``
+    watched."""
+    from grantlog.engine import Reasoner
+
+    _rev, rows = now
+    state = {r: set(v) for r, v in rows.items()}
+    later = [t for t in txs if t.revision > since]
+    # undo every transaction after `since` (the log may hold more than those shown)
+    for t in reversed(later):
+        for r, v in t.added.items():
+            state.setdefault(r, set()).difference_update(v)
+        for r, v in t.removed.items():
+            state.setdefault(r, set()).update(v)
+    reasoner = Reasoner(program, watch=[rel] if rel in program.virtual else ())
+    reasoner.seed(state, since)
+    out: dict[int, tuple[list[ir.Row], list[ir.Row]]] = {}
+    for t in later[:limit]:
+        with reasoner.transaction() as tx:
+            for r, v in t.removed.items():
+                tx.retract(r, v)
+            for r, v in t.added.items():
+                tx.insert(r, v)
+        out[t.revision] = (sorted(tx.changes.gained(rel), key=ir.row_key),
+                           sorted(tx.changes.lost(rel), key=ir.row_key))
+    return out

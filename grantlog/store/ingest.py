@@ -1,0 +1,398 @@
+"""Fast loading and dumping of base facts: `.gl` fact files, CSV, JSON Lines and Parquet.
+
+* ``.gl``: lines that are one plain ground fact are read with a regular expression
+  (grammar/facts.py); the other lines go through the full parser, and must hold facts only
+  (rules and declarations belong in the rule files: ``not-a-fact``). Every bad fact is reported
+  with ``file:line:col`` and a caret.
+* CSV (``<relation>.csv``, or ``relation=``): one row per fact, an optional header naming the
+  relation's columns; values of ``int`` columns are integers, every other value a string.
+* JSON Lines (``.jsonl``/``.ndjson``): a JSON array per line (the relation from the file
+  name), or ``{"relation": R, "row": [...]}``, or an object with the relation's column names
+  (and ``"relation"`` when the file name does not say it). JSON keeps strings and integers
+  apart.
+* Parquet (``.parquet``, needs ``pyarrow``: ``pip install 'grantlog[parquet]'``): columns
+  named as the relation's columns (else taken in order).
+
+A directory stands for the files in it. Each row is checked against the program's relations
+(arity, declared types): ``bad-fact`` names the file and line (or row).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from grantlog.engine import ir
+from grantlog.grammar import ast
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
+from grantlog.grammar.facts import scan_lines, values
+from grantlog.grammar.parser import parse
+
+Rows = dict[str, list[ir.Row]]
+#: diagnostics reported at most (then one saying how many more)
+MAX_ERRORS = 20
+FORMATS = ("gl", "csv", "jsonl", "parquet")
+
+
+class _Errors:
+    def __init__(self) -> None:
+        self.diags: list[Diagnostic] = []
+        self.more = 0
+        self.sources: dict[str, str] = {}
+
+    def add(self, d: Diagnostic) -> None:
+        if len(self.diags) < MAX_ERRORS:
+            self.diags.append(d)
+        else:
+            self.more += 1
+
+    def raise_if_any(self) -> None:
+        if self.diags:
+            diags = list(self.diags)
+            if self.more:
+                last = diags[-1]
+                diags.append(error("too-many-errors", f"{self.more} more errors not shown",
+                                   last.span))
+            raise GrantlogError(diags, self.sources)
+
+
+def _problem(program: ir.Program, rel: str, row: tuple[Any, ...]) -> str | None:
+    r = program.relations.get(rel)
+    if r is None:
+        return f"relation `{rel}` does not exist in the rules"
+    if len(row) != r.arity:
+        return f"`{rel}` takes {r.arity} values, got {len(row)}"
+    for col, typ, v in zip(r.columns, r.types, row, strict=True):
+        if not isinstance(v, str | int) or isinstance(v, bool):
+            return f"values must be strings or integers, got {v!r}"
+        if (typ == "int" and not isinstance(v, int)) or (typ == "string"
+                                                         and not isinstance(v, str)):
+            return f"column `{col}` of `{rel}` is {typ}, got {v!r}"
+    return None
+
+
+def _signature(program: ir.Program, rel: str) -> tuple[int, Any] | None:
+    """(arity, column types), the types ``"strings"`` when every column is a string."""
+    r = program.relations.get(rel)
+    if r is None:
+        return None
+    return r.arity, "strings" if all(t == "string" for t in r.types) else r.types
+
+
+# -- .gl ----------------------------------------------------------------------------------------
+
+def read_gl(path: str, program: ir.Program, text: str | None = None) -> Rows:
+    """The facts of a `.gl` fact file (fast path for plain fact lines)."""
+    if text is None:
+        text = _read_text(path)
+    out: Rows = {}
+    errs = _Errors()
+    errs.sources[path] = text
+    rest: list[str] | None = None
+    checked: dict[str, tuple[int, Any] | None] = {}
+    for item in scan_lines(text, path):
+        if len(item) == 2:
+            no, line = item
+            if rest is None:
+                rest = [""] * (text.count("\n") + 1)
+            rest[no - 1] = line
+            continue
+        no, col, m = item
+        rel = m.group(2)
+        row = values(m.group(3))
+        if rel in checked:
+            sig = checked[rel]
+        else:
+            sig = checked[rel] = _signature(program, rel)
+        if sig is None or len(row) != sig[0]:
+            ok = False
+        elif sig[1] == "strings":  # the common case: every column a string
+            ok = int not in map(type, row)
+        else:
+            ok = all(t is None or t == "any" or (t == "int") == isinstance(v, int)
+                     for t, v in zip(sig[1], row, strict=True))
+        if not ok:
+            errs.add(error("bad-fact", _problem(program, rel, row) or "bad fact",
+                           Span(path, no, col, no, col + len(rel))))
+            continue
+        out.setdefault(rel, []).append(row)
+    if rest is not None and any(x.strip() for x in rest):
+        _read_rest(path, "\n".join(rest), program, out, errs)
+    errs.raise_if_any()
+    return out
+
+
+def _read_rest(path: str, text: str, program: ir.Program, out: Rows, errs: _Errors) -> None:
+    """Lines the fast path left: parsed in full; facts only."""
+    try:
+        mod = parse(text, path)
+    except GrantlogError as exc:
+        for d in exc.diagnostics:
+            errs.add(d)
+        return
+    for st in mod.statements:
+        if isinstance(st, ast.Clause) and st.is_fact and all(
+                isinstance(a, ast.Const) for a in st.head.args):
+            row = tuple(a.value for a in st.head.args if isinstance(a, ast.Const))
+            problem = _problem(program, st.head.rel, row)
+            if problem:
+                errs.add(error("bad-fact", problem, st.head.span))
+            else:
+                out.setdefault(st.head.rel, []).append(row)
+        else:
+            errs.add(error("not-a-fact", "a fact file holds ground facts only", st.span,
+                           "rules, declarations, imports and tests belong in the rule files"))
+
+
+def _read_text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise GrantlogError([error("bad-encoding", f"`{path}` is not UTF-8 text (byte {e.start})",
+                                   Span(path, 0, 0, 0, 0))]) from None
+    except OSError as e:
+        raise GrantlogError([error("file-not-found",
+                                   f"cannot read `{path}`: {(e.strerror or str(e)).lower()}",
+                                   Span(path, 0, 0, 0, 0))]) from None
+
+
+# -- CSV, JSON Lines, Parquet -----------------------------------------------------------------
+
+def _relation_for(path: str, program: ir.Program, relation: str | None) -> ir.Relation:
+    rel = relation or Path(path).name.split(".", 1)[0]
+    r = program.relations.get(rel)
+    if r is None:
+        raise GrantlogError([error(
+            "unknown-relation", f"relation `{rel}` does not exist in the rules",
+            Span(path, 0, 0, 0, 0),
+            "name the file after a relation (member.csv) or pass the relation")])
+    return r
+
+
+def read_csv(path: str, program: ir.Program, relation: str | None = None) -> Rows:
+    r = _relation_for(path, program, relation)
+    ints = [i for i, t in enumerate(r.types) if t == "int"]
+    errs = _Errors()
+    rows: list[ir.Row] = []
+    try:
+        f = open(path, encoding="utf-8", newline="")  # noqa: SIM115
+    except OSError as e:
+        raise GrantlogError([error("file-not-found",
+                                   f"cannot read `{path}`: {(e.strerror or str(e)).lower()}",
+                                   Span(path, 0, 0, 0, 0))]) from None
+    with f:
+        reader = csv.reader(f)
+        first = next(reader, None)
+        if first is None:
+            return {r.name: []}
+        data: Iterable[list[str]] = reader
+        if tuple(first) != r.columns:
+            data = _chain([first], reader)
+        n = r.arity
+        if not ints:
+            for row in data:
+                if len(row) != n:
+                    errs.add(error("bad-fact", f"`{r.name}` takes {n} values, got {len(row)}",
+                                   Span(path, reader.line_num, 1, reader.line_num, 2)))
+                    continue
+                rows.append(tuple(row))
+        else:
+            for row in data:
+                try:
+                    if len(row) != n:
+                        raise ValueError(f"`{r.name}` takes {n} values, got {len(row)}")
+                    vals: list[Any] = list(row)
+                    for i in ints:
+                        vals[i] = int(vals[i])
+                    rows.append(tuple(vals))
+                except ValueError as exc:
+                    msg = str(exc) if "takes" in str(exc) else \
+                        f"an integer column of `{r.name}` holds a non-integer ({exc})"
+                    errs.add(error("bad-fact", msg,
+                                   Span(path, reader.line_num, 1, reader.line_num, 2)))
+    errs.raise_if_any()
+    return {r.name: rows}
+
+
+def _chain(first: list[list[str]], rest: Iterator[list[str]]) -> Iterator[list[str]]:
+    yield from first
+    yield from rest
+
+
+def read_jsonl(path: str, program: ir.Program, relation: str | None = None) -> Rows:
+    named = relation or Path(path).name.split(".", 1)[0]
+    out: Rows = {}
+    errs = _Errors()
+    text = _read_text(path)
+    for no, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            errs.add(error("bad-fact", f"not JSON: {exc}", Span(path, no, 1, no, 2)))
+            continue
+        rel = named
+        if isinstance(obj, dict):
+            rel = obj.get("relation", named)
+            if "row" in obj:
+                obj = obj["row"]
+            else:
+                r = program.relations.get(rel)
+                if r is None:
+                    errs.add(error("bad-fact", f"relation `{rel}` does not exist in the rules",
+                                   Span(path, no, 1, no, 2)))
+                    continue
+                missing = [c for c in r.columns if c not in obj]
+                if missing:
+                    errs.add(error("bad-fact", f"no value for column `{missing[0]}` of "
+                                   f"`{rel}`", Span(path, no, 1, no, 2)))
+                    continue
+                obj = [obj[c] for c in r.columns]
+        if not isinstance(obj, list):
+            errs.add(error("bad-fact", "a line must be a JSON array or object",
+                           Span(path, no, 1, no, 2)))
+            continue
+        row = tuple(obj)
+        problem = _problem(program, rel, row)
+        if problem:
+            errs.add(error("bad-fact", problem, Span(path, no, 1, no, 2)))
+            continue
+        out.setdefault(rel, []).append(row)
+    errs.raise_if_any()
+    return out
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise GrantlogError([error(
+            "missing-dependency", f"Parquet files need pyarrow ({exc})", Span("<api>", 0, 0, 0, 0),
+            "install it with `pip install 'grantlog[parquet]'`")]) from None
+    return pq
+
+
+def read_parquet(path: str, program: ir.Program, relation: str | None = None) -> Rows:
+    pq = _pyarrow()
+    r = _relation_for(path, program, relation)
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as exc:
+        raise GrantlogError([error("bad-fact", f"cannot read `{path}` as Parquet: {exc}",
+                                   Span(path, 0, 0, 0, 0))]) from None
+    names = table.column_names
+    if len(names) != r.arity:
+        raise GrantlogError([error("bad-fact", f"`{r.name}` takes {r.arity} columns, the file "
+                                   f"has {len(names)}", Span(path, 0, 0, 0, 0))])
+    order = [names.index(c) for c in r.columns] if set(r.columns) <= set(names) \
+        else list(range(r.arity))
+    cols = [table.column(i).to_pylist() for i in order]
+    rows: list[ir.Row] = list(zip(*cols, strict=True)) if cols else []
+    for i, (typ, col) in enumerate(zip(r.types, cols, strict=True)):
+        want = int if typ == "int" else str if typ == "string" else None
+        bad = next((v for v in col if not isinstance(v, str | int) or isinstance(v, bool)
+                    or (want is not None and not isinstance(v, want))), None) \
+            if col else None
+        if bad is not None or (col and any(v is None for v in col)):
+            raise GrantlogError([error(
+                "bad-fact", f"column `{r.columns[i]}` of `{r.name}` holds {bad!r}",
+                Span(path, 0, 0, 0, 0), "values must be strings or integers as declared")])
+    return {r.name: rows}
+
+
+def file_format(path: str) -> str:
+    name = Path(path).name.lower()
+    for suffix, fmt in ((".gl", "gl"), (".csv", "csv"), (".jsonl", "jsonl"),
+                        (".ndjson", "jsonl"), (".parquet", "parquet")):
+        if name.endswith(suffix):
+            return fmt
+    raise GrantlogError([error("unknown-format", f"cannot tell the format of `{path}`",
+                               Span(path, 0, 0, 0, 0),
+                               "name it .gl, .csv, .jsonl or .parquet")])
+
+
+def read(paths: Iterable[str], program: ir.Program, relation: str | None = None) -> Rows:
+    """Facts from files of any supported format (directories: the files in them)."""
+    out: Rows = {}
+    for path in _expand(paths):
+        fmt = file_format(path)
+        got = {"gl": lambda p: read_gl(p, program), "csv": lambda p: read_csv(p, program, relation),
+               "jsonl": lambda p: read_jsonl(p, program, relation),
+               "parquet": lambda p: read_parquet(p, program, relation)}[fmt](path)
+        for rel, rows in got.items():
+            if rel in out:
+                out[rel].extend(rows)
+            else:
+                out[rel] = rows
+    return out
+
+
+def _expand(paths: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            out += sorted(str(f) for f in Path(p).iterdir()
+                          if f.is_file() and f.suffix.lower() in
+                          (".gl", ".csv", ".jsonl", ".ndjson", ".parquet"))
+        elif not os.path.exists(p):
+            raise GrantlogError([error("file-not-found", f"cannot read `{p}`: no such file",
+                                       Span(p, 0, 0, 0, 0))])
+        else:
+            out.append(p)
+    return out
+
+
+# -- dumping ------------------------------------------------------------------------------------
+
+def dump(rows: Rows, program: ir.Program, out: str, fmt: str) -> list[str]:
+    """Write base facts: ``gl`` one file (``out``), else one file per relation in the
+    directory ``out``. Returns the files written."""
+    if fmt == "gl":
+        lines = []
+        for rel in sorted(rows):
+            for row in sorted(rows[rel], key=ir.row_key):
+                lines.append(ir.show_atom(rel, row) + ".\n")
+        Path(out).write_text("".join(lines), encoding="utf-8")
+        return [out]
+    os.makedirs(out, exist_ok=True)
+    written = []
+    for rel in sorted(rows):
+        data = sorted(rows[rel], key=ir.row_key)
+        r = program.relations[rel]
+        path = os.path.join(out, f"{rel}.{fmt}")
+        if fmt == "csv":
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(r.columns)
+                w.writerows(data)
+        elif fmt == "jsonl":
+            with open(path, "w", encoding="utf-8") as f:
+                for row in data:
+                    f.write(json.dumps(list(row), ensure_ascii=False) + "\n")
+        elif fmt == "parquet":
+            import pyarrow as pa
+
+            pq = _pyarrow()
+            cols: list[Any] = (list(zip(*data, strict=True)) if data
+                               else [[] for _ in r.columns])
+            arrays = []
+            for typ, col in zip(r.types, cols, strict=True):
+                kind = pa.int64() if typ == "int" else pa.string()
+                if typ not in ("int", "string") and any(isinstance(v, int) for v in col):
+                    raise GrantlogError([error(
+                        "unsupported-feature", f"`{rel}` has an untyped column holding "
+                        "integers; Parquet columns have one type", Span(path, 0, 0, 0, 0),
+                        "declare the column's type, or dump as jsonl")])
+                arrays.append(pa.array(list(col), type=kind))
+            pq.write_table(pa.table(arrays, names=list(r.columns)), path)
+        else:
+            raise GrantlogError([error("unknown-format", f"no format `{fmt}`",
+                                       Span("<command line>", 0, 0, 0, 0),
+                                       "formats: " + ", ".join(FORMATS))])
+        written.append(path)
+    return written

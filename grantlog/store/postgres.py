@@ -1,0 +1,270 @@
+"""The production store: PostgreSQL through psycopg 3 (``pip install 'grantlog[postgres]'``).
+
+``postgresql://user:password@host:port/dbname`` (any libpq connection URL). Write
+transactions run at READ COMMITTED and lock the head row first (``SELECT ... FOR UPDATE``), so
+writers are serialized and revision order is commit order; each one ends with
+``pg_notify('grantlog', revision)``. NOTIFY is only a wake-up: followers LISTEN and then read
+the change log, which is the truth (a follower also reads the log every second without one).
+Snapshots are read at REPEATABLE READ.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from grantlog.engine import ir
+from grantlog.grammar.diagnostics import GrantlogError
+
+from . import schema
+from .base import Listener, Store, encode_row, q, store_error
+
+CHANNEL = "grantlog"
+#: rows above which writes go through COPY instead of batched statements
+COPY_MIN = 200
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise store_error("missing-dependency", f"the PostgreSQL store needs psycopg ({exc})",
+                          "<store>", "install it with `pip install 'grantlog[postgres]'`") \
+            from None
+    return psycopg
+
+
+class PostgresStore(Store):
+    dialect = "postgres"
+    param = "%s"
+
+    def __init__(self, url: str, create: bool = True) -> None:
+        super().__init__(url)
+        self._pg = _psycopg()
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        with self._lock:
+            self._connection()
+
+    def _connection(self) -> Any:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            try:
+                self._conn = conn = self._pg.connect(self.url, autocommit=True,
+                                                     connect_timeout=10)
+            except self._pg.Error as exc:
+                raise self._error(exc) from None
+        return conn
+
+    def _error(self, exc: Exception) -> GrantlogError:
+        pg = self._pg
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        shown = self._shown()
+        if isinstance(exc, pg.errors.DiskFull):
+            return store_error("store-full", f"PostgreSQL cannot grow the store: {text}", shown,
+                               "free disk space; nothing of the transaction was applied")
+        if isinstance(exc, pg.errors.LockNotAvailable | pg.errors.DeadlockDetected):
+            return store_error("store-locked", f"the store is locked: {text}", shown, "retry")
+        if isinstance(exc, pg.OperationalError | pg.InterfaceError):
+            return store_error("store-unavailable", f"cannot reach PostgreSQL: {text}", shown,
+                               "check that the server is up; the next call reconnects")
+        return store_error("store-error", f"PostgreSQL failed: {text}", shown)
+
+    def _shown(self) -> str:
+        """The URL without its password (errors are shown and logged)."""
+        try:
+            from urllib.parse import urlsplit, urlunsplit
+
+            p = urlsplit(self.url)
+            if p.password:
+                netloc = p.netloc.replace(":" + p.password + "@", ":***@")
+                return urlunsplit(p._replace(netloc=netloc))
+        except ValueError:
+            pass
+        return self.url
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        with self._lock:
+            conn = self._connection()
+            try:
+                with conn.cursor() as cur:
+                    yield cur
+            except self._pg.Error as exc:
+                try:
+                    if not conn.closed and not conn.broken:
+                        conn.execute("ROLLBACK")
+                except self._pg.Error:
+                    pass
+                raise self._error(exc) from None
+
+    def _begin_write(self, cur: Any) -> None:
+        cur.execute("BEGIN")
+
+    def _begin_read(self, cur: Any) -> None:
+        cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+    def _commit(self, cur: Any) -> None:
+        cur.execute("COMMIT")
+
+    def _rollback(self, cur: Any) -> None:
+        cur.execute("ROLLBACK")
+
+    def _for_update(self) -> str:
+        return " FOR UPDATE"
+
+    def _column_type(self, kind: str) -> str:
+        return {"string": "TEXT", "int": "BIGINT"}.get(kind, "JSONB")
+
+    def _decode(self, t: schema.Table) -> Any:
+        return None  # text, bigint and jsonb come back as str and int
+
+    def _params(self, t: schema.Table) -> tuple[str, Any]:
+        """VALUES placeholders and a function encoding a row for them (jsonb as JSON text)."""
+        anys = [i for i, k in enumerate(t.kinds) if k == "any"]
+        marks = ", ".join("%s::jsonb" if k == "any" else "%s" for k in t.kinds)
+        if not anys:
+            return marks, None
+
+        def enc(row: ir.Row) -> tuple[Any, ...]:
+            return tuple(json.dumps(v) if i in anys else v for i, v in enumerate(row))
+
+        return marks, enc
+
+    def _copy_rows(self, cur: Any, table: str, t: schema.Table, rows: Iterable[ir.Row]) -> None:
+        cols = ", ".join(q(c) for c in t.columns)
+        anys = {i for i, k in enumerate(t.kinds) if k == "any"}
+        with cur.copy(f"COPY {table} ({cols}) FROM STDIN") as cp:
+            if anys:
+                for row in rows:
+                    cp.write_row([json.dumps(v) if i in anys else v for i, v in enumerate(row)])
+            else:
+                for row in rows:
+                    cp.write_row(row)
+
+    def _temp(self, cur: Any, t: schema.Table) -> str:
+        tmp = q("load_" + t.rel)
+        cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} (LIKE {q(t.name)}) "
+                    "ON COMMIT DELETE ROWS")
+        return tmp
+
+    def _insert(self, cur: Any, t: schema.Table, rows: Iterable[ir.Row]) -> None:
+        if not t.columns:
+            cur.execute(f"INSERT INTO {q(t.name)} (present) VALUES (1) ON CONFLICT DO NOTHING")
+            return
+        rows = list(rows)
+        if len(rows) >= COPY_MIN:
+            tmp = self._temp(cur, t)
+            self._copy_rows(cur, tmp, t, rows)
+            cur.execute(f"INSERT INTO {q(t.name)} SELECT * FROM {tmp} ON CONFLICT DO NOTHING")
+            cur.execute(f"DELETE FROM {tmp}")
+            return
+        marks, enc = self._params(t)
+        cur.executemany(f"INSERT INTO {q(t.name)} VALUES ({marks}) ON CONFLICT DO NOTHING",
+                        rows if enc is None else map(enc, rows))
+
+    def _delete(self, cur: Any, t: schema.Table, rows: Iterable[ir.Row]) -> None:
+        if not t.columns:
+            cur.execute(f"DELETE FROM {q(t.name)}")
+            return
+        rows = list(rows)
+        if len(rows) >= COPY_MIN:
+            tmp = self._temp(cur, t)
+            self._copy_rows(cur, tmp, t, rows)
+            match = " AND ".join(f"s.{q(c)} = d.{q(c)}" for c in t.columns)
+            cur.execute(f"DELETE FROM {q(t.name)} AS s USING {tmp} AS d WHERE {match}")
+            cur.execute(f"DELETE FROM {tmp}")
+            return
+        marks, enc = self._params(t)
+        where = " AND ".join(f"{q(c)} = {m.strip()}"
+                             for c, m in zip(t.columns, marks.split(","), strict=True))
+        cur.executemany(f"DELETE FROM {q(t.name)} WHERE {where}",
+                        rows if enc is None else map(enc, rows))
+
+    def _log(self, cur: Any, revision: int, rel: str, sign: int,
+             rows: Iterable[ir.Row]) -> None:
+        rows = list(rows)
+        if len(rows) >= COPY_MIN:
+            with cur.copy("COPY grantlog_log (revision, relation, sign, row) FROM STDIN") as cp:
+                for r in rows:
+                    cp.write_row((revision, rel, sign, encode_row(r)))
+            return
+        cur.executemany("INSERT INTO grantlog_log VALUES (%s, %s, %s, %s) "
+                        "ON CONFLICT DO NOTHING",
+                        [(revision, rel, sign, encode_row(r)) for r in rows])
+
+    def _load(self, cur: Any, t: schema.Table, rows: Iterable[ir.Row], revision: int) -> int:
+        if not t.columns:
+            rows = list(rows)
+            cur.execute(f"SELECT COUNT(*) FROM {q(t.name)}")
+            if cur.fetchone()[0] or not rows:
+                return 0
+            self._insert(cur, t, [()])
+            self._log(cur, revision, t.rel, 1, [()])
+            return 1
+        tmp = self._temp(cur, t)
+        self._copy_rows(cur, tmp, t, rows)
+        cols = ", ".join(f"i.{q(c)}" for c in t.columns)
+        cur.execute(
+            f"WITH i AS (INSERT INTO {q(t.name)} SELECT DISTINCT * FROM {tmp} "
+            f"ON CONFLICT DO NOTHING RETURNING *) "
+            f"INSERT INTO grantlog_log SELECT %s, %s, 1, json_build_array({cols})::text "
+            f"FROM i", (revision, t.rel))
+        n = int(cur.rowcount)
+        cur.execute(f"DELETE FROM {tmp}")
+        return n
+
+    def _notify(self, cur: Any, revision: int) -> None:
+        cur.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(revision)))
+
+    def listener(self) -> Listener:
+        return _Listen(self)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+
+    def size_bytes(self) -> int | None:
+        with self._cursor() as cur:
+            cur.execute("SELECT pg_database_size(current_database())")
+            return int(cur.fetchone()[0])
+
+
+class _Listen(Listener):
+    """LISTEN on a connection of its own; a lost connection is reconnected by the next wait
+    (which then reports a possible change, so the follower reads the log)."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+        self._conn: Any = None
+        self._open()
+
+    def _open(self) -> None:
+        pg = self._store._pg
+        try:
+            self._conn = pg.connect(self._store.url, autocommit=True, connect_timeout=10)
+            self._conn.execute(f"LISTEN {CHANNEL}")
+        except pg.Error as exc:
+            self._conn = None
+            raise self._store._error(exc) from None
+
+    def wait(self, timeout: float) -> bool:
+        pg = self._store._pg
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._open()
+            return True
+        try:
+            for _ in self._conn.notifies(timeout=timeout, stop_after=1):
+                return True
+        except pg.Error as exc:
+            self._conn = None
+            raise self._store._error(exc) from None
+        return False
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()

@@ -68,3 +68,29 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("checkpoints")))
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """One throwaway PostgreSQL server for the whole run (tests/pgserver.py), started from the
+    machine's binaries; each store test gets a schema of its own. Skips, saying why, where no
+    PostgreSQL server binaries exist."""
+    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install "
+                        "'grantlog[postgres]')")
+    from pgserver import PgServer, find_bin
+
+    if find_bin() is None:
+        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl): set PG_BIN or install "
+                    "the postgresql package")
+    server = PgServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh, empty store of each kind: the store suite runs against both."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'facts.db'}"
+    server = request.getfixturevalue("pg_server")
+    return str(server.schema_url())

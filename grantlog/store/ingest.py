@@ -63,7 +63,11 @@ class _Errors:
 def _problem(program: ir.Program, rel: str, row: tuple[Any, ...]) -> str | None:
     r = program.relations.get(rel)
     if r is None:
-        return f"relation `{rel}` does not exist in the rules"
+        import difflib
+
+        close = difflib.get_close_matches(rel, sorted(program.relations), n=1)
+        return f"relation `{rel}` does not exist in the rules" + (
+            f" (did you mean `{close[0]}`?)" if close else "")
     if len(row) != r.arity:
         return f"`{rel}` takes {r.arity} values, got {len(row)}"
     for col, typ, v in zip(r.columns, r.types, row, strict=True):

@@ -35,6 +35,9 @@ from . import schema
 
 Delta = dict[str, set[ir.Row]]
 
+#: a transaction writing this many rows refreshes the planner's statistics
+ANALYZE_AFTER = 10_000
+
 META = (
     "grantlog_head", "grantlog_relations", "grantlog_log", "grantlog_revisions",
 )
@@ -433,30 +436,44 @@ class Store(ABC):
         """One write transaction: the head locked, then facts + log + head committed together
         when the block ends (rolled back if it raises or wrote nothing)."""
         with self._cursor() as cur:
-            self._begin_write(cur)
             try:
-                cur.execute(self._sql("SELECT revision, horizon FROM grantlog_head WHERE id = 1"
-                                      + self._for_update()))
-                rev, hor = cur.fetchone()
-                w = Writer(self, cur, int(rev), int(hor))
+                rev, hor = self._lock_head(cur)
+                w = Writer(self, cur, rev, hor)
                 yield w
                 if not w.changed:
                     self._rollback(cur)
                     return
-                cur.execute(self._sql("UPDATE grantlog_head SET revision = ? WHERE id = 1"),
-                            (w.next,))
-                cur.execute(self._sql("INSERT INTO grantlog_revisions (revision, committed_at, "
-                                      "added, removed) VALUES (?, ?, ?, ?)"),
-                            (w.next, time.time(), w._added, w._removed))
-                self._notify(cur, w.next)
-                self._commit(cur)
+                self._finish(cur, w.next, time.time(), w._added, w._removed)
                 w.committed = w.next
+                if w._added + w._removed >= ANALYZE_AFTER:
+                    self._analyze(cur)
             except BaseException:
                 self._rollback(cur)
                 raise
 
+    def _lock_head(self, cur: Any) -> tuple[int, int]:
+        """Begin a write transaction and lock the head: (revision, horizon)."""
+        self._begin_write(cur)
+        cur.execute("SELECT revision, horizon FROM grantlog_head WHERE id = 1"
+                    + self._for_update())
+        rev, hor = cur.fetchone()
+        return int(rev), int(hor)
+
+    def _finish(self, cur: Any, revision: int, at: float, added: int, removed: int) -> None:
+        """The new head, the transaction's row, the wake-up signal; commit."""
+        cur.execute(self._sql("UPDATE grantlog_head SET revision = ? WHERE id = 1"),
+                    (revision,))
+        cur.execute(self._sql("INSERT INTO grantlog_revisions (revision, committed_at, "
+                              "added, removed) VALUES (?, ?, ?, ?)"),
+                    (revision, at, added, removed))
+        self._notify(cur, revision)
+        self._commit(cur)
+
     def _for_update(self) -> str:
         return ""
+
+    def _analyze(self, cur: Any) -> None:
+        """Refresh the planner's statistics after a big transaction (a bulk load)."""
 
     def compact(self, keep: int) -> int:
         """Drop the change log of all but the last ``keep`` transactions (their facts stay);

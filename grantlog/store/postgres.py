@@ -116,6 +116,33 @@ class PostgresStore(Store):
     def _for_update(self) -> str:
         return " FOR UPDATE"
 
+    # a durable grant is a handful of round trips: BEGIN with the head's lock in one, the
+    # facts and the log, then the head, the transaction row, NOTIFY and COMMIT in one (the
+    # values are integers and a float of ours, so the statements are plain text)
+
+    def _lock_head(self, cur: Any) -> tuple[int, int]:
+        cur.execute("BEGIN; SELECT revision, horizon FROM grantlog_head WHERE id = 1 "
+                    "FOR UPDATE")
+        while cur.description is None and cur.nextset():
+            pass
+        rev, hor = cur.fetchone()
+        return int(rev), int(hor)
+
+    def _finish(self, cur: Any, revision: int, at: float, added: int, removed: int) -> None:
+        r, a, n, m = int(revision), float(at), int(added), int(removed)
+        cur.execute(
+            f"UPDATE grantlog_head SET revision = {r} WHERE id = 1; "
+            f"INSERT INTO grantlog_revisions (revision, committed_at, added, removed) "
+            f"VALUES ({r}, {a!r}, {n}, {m}); SELECT pg_notify('{CHANNEL}', '{r}'); COMMIT")
+
+    def _analyze(self, cur: Any) -> None:
+        """Without statistics, a freshly loaded log is read by a sequential scan (a follower
+        then takes ~15 ms per revision at 230k log rows instead of ~1)."""
+        cur.execute("ANALYZE grantlog_log")
+        cur.execute("ANALYZE grantlog_revisions")
+        for t in self.tables.values():
+            cur.execute(f"ANALYZE {q(t.name)}")
+
     def _column_type(self, kind: str) -> str:
         return {"string": "TEXT", "int": "BIGINT"}.get(kind, "JSONB")
 

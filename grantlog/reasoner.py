@@ -41,6 +41,18 @@ class Reasoner(engine.Reasoner):
                  follow: bool = True) -> None:
         super().__init__(program, watch, backend)
 
+    def load(self, paths: Iterable[str], relation: str | None = None,
+             watch: Iterable[str] | str = ()) -> engine.Changes:
+        """Insert the facts of data files (`.gl`, CSV, JSON Lines, Parquet, or directories of
+        them; see grantlog/store/ingest.py) as one transaction; returns its changes."""
+        from grantlog.store import ingest
+
+        data = ingest.read(paths, self.program, relation)
+        with self.transaction(watch) as tx:
+            for rel, rows in data.items():
+                tx.insert(rel, rows)
+        return tx.changes
+
     def close(self) -> None:
         """Release what the reasoner holds (a store's connections and follower)."""
 

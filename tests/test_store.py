@@ -247,6 +247,54 @@ def test_a_lost_postgres_connection_is_an_error_then_recovers(
         assert r.insert("member", [("b", "eng")]).revision == 2  # reconnected
 
 
+def test_a_full_disk_is_an_error_and_nothing_is_applied(tmp_path: Path,
+                                                        program: grantlog.Program) -> None:
+    with grantlog.Reasoner(program, store=f"sqlite:///{tmp_path / 'full.db'}",
+                           follow=False) as r:
+        r.insert("member", [("a", "eng")])
+        conn = r.store._conn  # type: ignore[attr-defined]
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full now
+        with pytest.raises(grantlog.GrantlogError) as info:
+            r.insert("member", [(f"user{i:05d}", "g" * 200) for i in range(2000)])
+        assert info.value.diagnostics[0].code == "store-full"
+        assert r.revision == 1 and len(r.rows("member")) == 2
+        conn.execute("PRAGMA max_page_count = 1073741823")  # space again
+        assert r.insert("member", [("b", "eng")]).revision == 2
+    with grantlog.Reasoner(program, store=f"sqlite:///{tmp_path / 'full.db'}") as again:
+        assert again.rows("member") == {("root", "admins"), ("a", "eng"), ("b", "eng")}
+
+
+def test_a_follower_survives_a_lost_postgres_connection(pg_server: object,
+                                                        program: grantlog.Program) -> None:
+    import psycopg
+
+    url = pg_server.schema_url()  # type: ignore[attr-defined]
+    with grantlog.Reasoner(program, store=url, follow=False) as writer, \
+            grantlog.Reasoner(program, store=url) as follower:
+        writer.insert("member", [("a", "eng")])
+        follower.wait_for(1, timeout=10)
+        with psycopg.connect(pg_server.url, autocommit=True) as admin:  # type: ignore[attr-defined]
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE pid <> pg_backend_pid() AND datname = current_database()")
+        with pytest.raises(grantlog.GrantlogError):
+            writer.insert("member", [("b", "eng")])  # the writer's connection was lost too
+        writer.insert("member", [("b", "eng")])
+        deadline = time.monotonic() + 15  # the follower reconnects with backoff, by itself
+        while follower.revision < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert follower.revision == 2 and ("b", "eng") in follower.rows("member")
+
+
+def test_load_files_into_a_reasoner(tmp_path: Path, program: grantlog.Program) -> None:
+    (tmp_path / "member.csv").write_text("user,group\nx,eng\ny,eng\n", encoding="utf-8")
+    (tmp_path / "more.gl").write_text('level(x, 4).\ngrant(eng, read, "t.2").\n',
+                                      encoding="utf-8")
+    r = grantlog.Reasoner(program)
+    ch = r.load([str(tmp_path)])
+    assert ch.revision == 1 and r.check("x", "read", "t.2") and r.rows("senior") == {("x",)}
+
+
 @pytest.mark.parametrize("url", ["mysql://x", "sqlite://", "sqlite:////nonexistent/dir/x.db"])
 def test_bad_store_urls(url: str, program: grantlog.Program) -> None:
     with pytest.raises(grantlog.GrantlogError) as info:

@@ -105,6 +105,8 @@ class Writer:
         self.horizon = horizon
         #: the revision this transaction commits as (None: it changed nothing)
         self.committed: int | None = None
+        #: commit even without a new revision (maintenance: compaction)
+        self.keep = False
         self._added = 0
         self._removed = 0
 
@@ -284,19 +286,19 @@ class Store(ABC):
     def attach(self) -> None:
         """Use an existing store without rules: its tables as recorded (``stats``, ``log``,
         ``compact``)."""
-        with self._cursor() as cur:
-            try:
-                cur.execute("SELECT relation, spec FROM grantlog_relations")
-                rows = cur.fetchall()
-            except GrantlogError:
+        try:
+            with self._cursor() as cur:
+                self._begin_read(cur)
+                try:
+                    cur.execute("SELECT relation, spec FROM grantlog_relations")
+                    rows = cur.fetchall()
+                finally:
+                    self._rollback(cur)
+        except GrantlogError as exc:
+            if exc.diagnostics[0].code != "store-error":
                 raise
-            except Exception:
-                rows = None
-            finally:
-                self._rollback(cur)
-        if rows is None:
             raise store_error("store-unavailable", "this is not a grantlog store", self.url,
-                              "create one with `grantlog store init STORE RULES...`")
+                              "create one with `grantlog store init STORE RULES...`") from None
         self.tables = {rel: schema.Table(rel, *self._parse_spec(spec)) for rel, spec in rows}
 
     @staticmethod
@@ -341,11 +343,15 @@ class Store(ABC):
                 self._rollback(cur)
 
     def policy(self) -> str:
+        """The hash of the rules that last opened the store (``Program.digest``)."""
         with self._cursor() as cur:
-            cur.execute("SELECT policy FROM grantlog_head WHERE id = 1")
-            (p,) = cur.fetchone()
-            self._rollback(cur)
-            return str(p)
+            self._begin_read(cur)
+            try:
+                cur.execute("SELECT policy FROM grantlog_head WHERE id = 1")
+                (p,) = cur.fetchone()
+                return str(p)
+            finally:
+                self._rollback(cur)
 
     def snapshot(self, relations: Iterable[str] | None = None,
                  ) -> tuple[int, dict[str, list[ir.Row]]]:
@@ -398,15 +404,17 @@ class Store(ABC):
     def revisions(self, since: int = 0, limit: int | None = None,
                   ) -> list[tuple[int, float, int, int]]:
         """(revision, committed_at, added, removed) of each transaction after ``since``."""
+        sql = ("SELECT revision, committed_at, added, removed FROM grantlog_revisions "
+               "WHERE revision > ? ORDER BY revision")
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
         with self._cursor() as cur:
-            sql = ("SELECT revision, committed_at, added, removed FROM grantlog_revisions "
-                   "WHERE revision > ? ORDER BY revision")
-            if limit is not None:
-                sql += f" LIMIT {int(limit)}"
-            cur.execute(self._sql(sql), (since,))
-            out = [(int(a), float(b), int(c), int(d)) for a, b, c, d in cur.fetchall()]
-            self._rollback(cur)
-            return out
+            self._begin_read(cur)
+            try:
+                cur.execute(self._sql(sql), (since,))
+                return [(int(a), float(b), int(c), int(d)) for a, b, c, d in cur.fetchall()]
+            finally:
+                self._rollback(cur)
 
     def stats(self) -> dict[str, Any]:
         """Sizes: facts per relation, the change log, revisions, bytes on disk."""
@@ -441,7 +449,7 @@ class Store(ABC):
                 w = Writer(self, cur, rev, hor)
                 yield w
                 if not w.changed:
-                    self._rollback(cur)
+                    (self._commit if w.keep else self._rollback)(cur)
                     return
                 self._finish(cur, w.next, time.time(), w._added, w._removed)
                 w.committed = w.next
@@ -472,7 +480,7 @@ class Store(ABC):
     def _for_update(self) -> str:
         return ""
 
-    def _analyze(self, cur: Any) -> None:
+    def _analyze(self, cur: Any) -> None:  # noqa: B027 (optional: a dialect may do nothing)
         """Refresh the planner's statistics after a big transaction (a bulk load)."""
 
     def compact(self, keep: int) -> int:
@@ -487,5 +495,5 @@ class Store(ABC):
                         (horizon,))
             cur.execute(self._sql("UPDATE grantlog_head SET horizon = ? WHERE id = 1"),
                         (horizon,))
-            self._commit(cur)
+            w.keep = True
         return removed

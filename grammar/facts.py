@@ -23,12 +23,7 @@ from .parser import parse
 
 KEYWORDS = frozenset({"not", "rel", "import", "test", "expect"})
 _FACT = re.compile(r"([ \t]*)([a-z][A-Za-z0-9_]*)(?:[ \t]*\((.*)\))?[ \t]*\.[ \t]*(//.*)?\r?")
-_IDENT = re.compile(r"[a-z][A-Za-z0-9_]*")
 _IDENTS = re.compile(r'(?<![A-Za-z0-9_"])(?:not|rel|import|test|expect)(?![A-Za-z0-9_])')
-_INT = re.compile(r"-?[0-9]{1,18}")  # longer ones: the parser (it bounds their digits)
-_ARG = re.compile(
-    r'[ \t]*(?:"((?:[^"\\\n]|\\.)*)"|([a-z][A-Za-z0-9_]*)|(-?[0-9]{1,18}))[ \t]*(,|$)')
-_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 _TOKEN = r'(?:"[^"\\\n]*"|[a-z][A-Za-z0-9_]*|-?[0-9]{1,18})'
 #: an argument list of plain constants (strings without escapes: others go to the parser)
 _LIST = re.compile(rf"[ \t]*{_TOKEN}(?:[ \t]*,[ \t]*{_TOKEN})*[ \t]*")
@@ -49,76 +44,20 @@ def values(inner: str | None) -> tuple[str | int, ...]:
             out.append(int(num))
     return tuple(out)
 
-#: one plain fact: relation, values, (column, end column, quoted) of each value, and spans
-Fact = tuple[str, tuple[str | int, ...]]
-
-
-def _unescape(s: str) -> str | None:
-    if "\\" not in s:
-        return s
-    out: list[str] = []
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\":
-            e = _ESCAPES.get(s[i + 1]) if i + 1 < len(s) else None
-            if e is None:
-                return None  # the full parser reports the bad escape
-            out.append(e)
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-def _args(inner: str, base: int) -> list[tuple[str | int, bool, int, int]] | None:
-    """The constants of a fact's argument list (None: not plain constants). ``base``: the
-    0-based column where ``inner`` starts; each constant comes with quoted and its span's
-    columns (1-based, end exclusive)."""
-    if not inner.strip():
-        return [] if not inner.strip() else None
+def _args(inner: str, base: int) -> list[tuple[str | int, bool, int, int]]:
+    """The constants of an argument list :func:`scan_lines` took (plain constants, strings
+    without escapes), each with whether it was quoted and its span's columns (1-based, end
+    exclusive); ``base``: the 0-based column where ``inner`` starts."""
     out: list[tuple[str | int, bool, int, int]] = []
-    if '"' not in inner:
-        pos = 0
-        for part in inner.split(","):
-            word = part.strip(" \t")
-            start = base + pos + (len(part) - len(part.lstrip(" \t")))
-            pos += len(part) + 1
-            if _IDENT.fullmatch(word):
-                if word in KEYWORDS:
-                    return None
-                out.append((word, False, start + 1, start + 1 + len(word)))
-            elif _INT.fullmatch(word):
-                out.append((int(word), False, start + 1, start + 1 + len(word)))
-            else:
-                return None
-        return out
-    pos = 0
-    while pos < len(inner):
-        m = _ARG.match(inner, pos)
-        if m is None:
-            return None
-        s, ident, num = m.group(1), m.group(2), m.group(3)
-        g = 1 if s is not None else 2 if ident is not None else 3
-        start = base + m.start(g) - (1 if g == 1 else 0)
-        end = base + m.end(g) + (1 if g == 1 else 0)
-        if s is not None:
-            v = _unescape(s)
-            if v is None:
-                return None
-            out.append((v, True, start + 1, end + 1))
-        elif ident is not None:
-            if ident in KEYWORDS:
-                return None
-            out.append((ident, False, start + 1, end + 1))
+    for m in _TOKENS.finditer(inner):
+        quoted, ident, num = m.groups()
+        a, b = base + m.start() + 1, base + m.end() + 1
+        if quoted:
+            out.append((quoted[1:-1], True, a, b))
+        elif ident:
+            out.append((ident, False, a, b))
         else:
-            out.append((int(num), False, start + 1, end + 1))
-        pos = m.end()
-        if m.group(4) == "" and pos < len(inner):
-            return None
-        if m.group(4) == "," and pos >= len(inner):
-            return None  # a trailing comma
+            out.append((int(num), False, a, b))
     return out
 
 
@@ -189,8 +128,6 @@ def parse_fast(text: str, file: str = "<input>") -> ast.Module:
             continue
         no, col, m = item
         args = _args(m.group(3) or "", m.start(3))
-        if args is None:  # cannot happen: scan_lines took the line as plain constants
-            return parse(text, file)
         fast += 1
         rel = m.group(2)
         # the atom ends after `)` (or after the name), the clause after the `.`

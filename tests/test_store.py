@@ -183,6 +183,37 @@ def test_compaction_bounds_the_log_and_followers_reload(store_url: str,
         assert behind.check("u5", "read", "t2").revision == 11
 
 
+def test_bulk_loads_log_only_new_rows(store_url: str, program: grantlog.Program) -> None:
+    st = open_store(store_url, program)
+    try:
+        many = [(f"u{i}", "eng") for i in range(500)]
+        with st.writing() as w:  # an empty table, with a row given twice
+            assert w.load("member", [*many, many[0]]) == 500
+        with st.writing() as w:  # a table with rows: only the new ones
+            assert w.load("member", [*many[:10], ("new", "eng")] * 300) == 1
+        with st.writing() as w:
+            assert w.load("member", many) == 0
+        assert w.committed is None and st.head() == (2, 0)
+        assert st.stats()["log_rows"] == 501
+    finally:
+        st.close()
+    with grantlog.Reasoner(program, store=store_url) as r:
+        assert len(r.rows("member")) == 502
+
+
+def test_merged_revisions_equal_one_by_one(tmp_path: Path, program: grantlog.Program) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    with grantlog.Reasoner(program, store=url, follow=False) as w, \
+            grantlog.Reasoner(program, store=url, follow=False) as behind:
+        for i in range(100):  # more than MERGE_ABOVE: the follower merges them
+            if i % 3:
+                w.insert("member", [(f"u{i % 7}", "eng")])
+            else:
+                w.retract("member", [(f"u{(i + 1) % 7}", "eng")])
+        behind.sync()
+        assert behind.revision == w.revision and behind.all_rows() == w.all_rows()
+
+
 def test_derived_relations_get_their_table_with_the_first_base_fact(
         store_url: str, program: grantlog.Program) -> None:
     with grantlog.Reasoner(program, store=store_url, follow=False) as r:

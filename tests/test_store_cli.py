@@ -96,3 +96,26 @@ def test_import_gravitino_into_a_store(tmp_path: Path,
 def test_store_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, *args)
     assert code == 2 and "error[" in err and "Traceback" not in err
+
+
+def test_spark_reads_a_store_dumped_to_parquet(spark: object, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from grantlog.spark_bridge.cli import main as spark_cli
+
+    import grantlog
+
+    url = f"sqlite:///{tmp_path / 'spark.db'}"
+    rules = str(ROOT / "examples" / "demo" / "policy.gl")
+    facts = str(ROOT / "examples" / "demo" / "facts.gl")
+    assert run(capsys, "store", "load", url, facts, "--rules", rules)[0] == 0
+    out = tmp_path / "dump"
+    assert run(capsys, "store", "dump", url, "--rules", rules, "-o", str(out),
+               "--format", "parquet")[0] == 0
+    inputs = [f"--input={p.stem}={p}" for p in sorted(out.glob("*.parquet"))]
+    code = spark_cli(["run", "--rules", rules, *inputs, "--output", str(tmp_path / "out"),
+                      "-r", "allowed"])
+    assert code == 0, capsys.readouterr().err
+    got = {tuple(r)[:3] for r in spark.read.parquet(  # type: ignore[attr-defined]
+        str(tmp_path / "out" / "allowed")).collect()}
+    with grantlog.Reasoner(grantlog.compile(paths=[rules]), store=url, follow=False) as r:
+        assert got == r.rows("allowed") and got

@@ -178,38 +178,38 @@ class PostgresStore(Store):
                     "ON COMMIT DELETE ROWS")
         return tmp
 
-    def _insert(self, cur: Any, t: schema.Table, rows: Iterable[ir.Row]) -> None:
-        if not t.columns:
-            cur.execute(f"INSERT INTO {q(t.name)} (present) VALUES (1) ON CONFLICT DO NOTHING")
-            return
+    def _write(self, cur: Any, t: schema.Table, rows: Iterable[ir.Row], bulk: str,
+               each: str) -> None:
+        """Many rows through COPY into a temporary table and one statement ``bulk`` (reading
+        ``{tmp}``), few through ``each`` per row (``{marks}``: the row's placeholders)."""
         rows = list(rows)
         if len(rows) >= COPY_MIN:
             tmp = self._temp(cur, t)
             self._copy_rows(cur, tmp, t, rows)
-            cur.execute(f"INSERT INTO {q(t.name)} SELECT * FROM {tmp} ON CONFLICT DO NOTHING")
+            cur.execute(bulk.format(tmp=tmp))
             cur.execute(f"DELETE FROM {tmp}")
             return
         marks, enc = self._params(t)
-        cur.executemany(f"INSERT INTO {q(t.name)} VALUES ({marks}) ON CONFLICT DO NOTHING",
-                        rows if enc is None else map(enc, rows))
+        cur.executemany(each.format(marks=marks), rows if enc is None else map(enc, rows))
+
+    def _insert(self, cur: Any, t: schema.Table, rows: Iterable[ir.Row]) -> None:
+        if not t.columns:
+            cur.execute(f"INSERT INTO {q(t.name)} (present) VALUES (1) ON CONFLICT DO NOTHING")
+            return
+        self._write(cur, t, rows,
+                    f"INSERT INTO {q(t.name)} SELECT * FROM {{tmp}} ON CONFLICT DO NOTHING",
+                    f"INSERT INTO {q(t.name)} VALUES ({{marks}}) ON CONFLICT DO NOTHING")
 
     def _delete(self, cur: Any, t: schema.Table, rows: Iterable[ir.Row]) -> None:
         if not t.columns:
             cur.execute(f"DELETE FROM {q(t.name)}")
             return
-        rows = list(rows)
-        if len(rows) >= COPY_MIN:
-            tmp = self._temp(cur, t)
-            self._copy_rows(cur, tmp, t, rows)
-            match = " AND ".join(f"s.{q(c)} = d.{q(c)}" for c in t.columns)
-            cur.execute(f"DELETE FROM {q(t.name)} AS s USING {tmp} AS d WHERE {match}")
-            cur.execute(f"DELETE FROM {tmp}")
-            return
-        marks, enc = self._params(t)
+        match = " AND ".join(f"s.{q(c)} = d.{q(c)}" for c in t.columns)
+        marks, _ = self._params(t)
         where = " AND ".join(f"{q(c)} = {m.strip()}"
                              for c, m in zip(t.columns, marks.split(","), strict=True))
-        cur.executemany(f"DELETE FROM {q(t.name)} WHERE {where}",
-                        rows if enc is None else map(enc, rows))
+        self._write(cur, t, rows, f"DELETE FROM {q(t.name)} AS s USING {{tmp}} AS d WHERE {match}",
+                    f"DELETE FROM {q(t.name)} WHERE {where}")
 
     def _log(self, cur: Any, revision: int, rel: str, sign: int,
              rows: Iterable[ir.Row]) -> None:
@@ -232,9 +232,16 @@ class PostgresStore(Store):
             self._insert(cur, t, [()])
             self._log(cur, revision, t.rel, 1, [()])
             return 1
+        cols = ", ".join(f"i.{q(c)}" for c in t.columns)
+        cur.execute(f"SELECT EXISTS (SELECT 1 FROM {q(t.name)})")
+        if not cur.fetchone()[0]:  # an empty table (a first load): COPY straight into it
+            self._copy_rows(cur, q(t.name), t, dict.fromkeys(rows))
+            cur.execute(f"INSERT INTO grantlog_log SELECT %s, %s, 1, "
+                        f"json_build_array({cols})::text FROM {q(t.name)} AS i",
+                        (revision, t.rel))
+            return int(cur.rowcount)
         tmp = self._temp(cur, t)
         self._copy_rows(cur, tmp, t, rows)
-        cols = ", ".join(f"i.{q(c)}" for c in t.columns)
         cur.execute(
             f"WITH i AS (INSERT INTO {q(t.name)} SELECT DISTINCT * FROM {tmp} "
             f"ON CONFLICT DO NOTHING RETURNING *) "

@@ -262,18 +262,17 @@ def _merge(revisions: list[Revision]) -> Revision:
     added: Delta = {}
     removed: Delta = {}
     for rv in revisions:
-        for rel, rows in rv.removed.items():
-            a = added.get(rel, set())
-            for r in rows:
-                if r in a:
-                    a.discard(r)
-                else:
-                    removed.setdefault(rel, set()).add(r)
-        for rel, rows in rv.added.items():
-            d = removed.get(rel, set())
-            for r in rows:
-                if r in d:
-                    d.discard(r)
-                else:
-                    added.setdefault(rel, set()).add(r)
+        _net(rv.removed, added, removed)  # a removal cancels an earlier addition
+        _net(rv.added, removed, added)
     return Revision(revisions[-1].revision, added, removed)
+
+
+def _net(rows: Delta, opposite: Delta, same: Delta) -> None:
+    """Add ``rows`` to ``same``, except those in ``opposite``, which they cancel."""
+    for rel, rs in rows.items():
+        o = opposite.get(rel, set())
+        for r in rs:
+            if r in o:
+                o.discard(r)
+            else:
+                same.setdefault(rel, set()).add(r)

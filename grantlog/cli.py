@@ -448,9 +448,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("spark", help="bulk run on Spark (see `grantlog spark run -h`)",
                    add_help=False)
 
+    from grantlog.service.cli import add_parser as add_serve_parser
     from grantlog.store.cli import add_parser as add_store_parser
 
     add_store_parser(sub)
+    add_serve_parser(sub)
 
     sp = sub.add_parser("models", help="list the shipped models")
     sp.add_argument("--json", action="store_true")

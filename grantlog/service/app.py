@@ -1,0 +1,498 @@
+"""The decision service: an ASGI application (Starlette) over one Reasoner per worker.
+
+Every worker process compiles the rules, opens the store and follows its change log
+(grantlog/store/reasoner.py), so any worker answers at the latest revision it has applied and
+``at_least_revision`` makes a read wait for a client's own write. Endpoints and their JSON are
+in docs/service.md and in the OpenAPI document served at ``/openapi.json``.
+
+Errors: bad input (malformed JSON, a missing field, an unknown relation, a bad goal, an oversized
+body, a batch over the limit) is a 4xx whose body carries the diagnostics
+(``{"error": {"code", "message", "diagnostics": [...]}}``); a failure while deciding is a deny
+carrying the error (fail closed), never an allow and never a 500.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from grantlog.engine import ir
+from grantlog.engine.compiler import compile_program
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
+from grantlog.reasoner import Reasoner
+
+from . import auth, metrics
+from .openapi import document
+
+#: the environment variable that carries the configuration to worker processes
+CONFIG_ENV = "GRANTLOG_SERVE_CONFIG"
+
+
+@dataclass
+class Config:
+    rules: list[str]
+    store: str | None = None
+    tokens: str | None = None
+    allow_unauthenticated_writes: bool = False
+    strict: bool = False
+    #: request bodies larger than this are refused (413)
+    max_body: int = 8 * 2**20
+    #: checks in one /v1/check/batch call at most
+    max_batch: int = 10_000
+    #: list/who answers per NDJSON chunk
+    chunk: int = 1000
+    watch: list[str] = field(default_factory=list)
+
+    def to_env(self) -> str:
+        return json.dumps(asdict(self))
+
+    @staticmethod
+    def from_env() -> Config:
+        return Config(**json.loads(os.environ[CONFIG_ENV]))
+
+
+class JSON(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, code: str, message: str,
+                 diagnostics: list[Diagnostic] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.diagnostics = diagnostics or []
+
+
+def _diag(d: Diagnostic) -> dict[str, Any]:
+    out = d.to_dict()
+    return out if isinstance(out, dict) else {"code": d.code, "message": d.message}
+
+
+def _problem(status: int, code: str, message: str,
+             diagnostics: list[Diagnostic] | None = None, **extra: Any) -> JSON:
+    body: dict[str, Any] = {"error": {"code": code, "message": message,
+                                      "diagnostics": [_diag(d) for d in diagnostics or []]}}
+    body.update(extra)
+    return JSON(body, status_code=status)
+
+
+def _here(where: str) -> Span:
+    return Span(where, 0, 0, 0, 0)
+
+
+class Service:
+    """What the endpoints share: the reasoner, tokens, limits, metrics."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.tokens = auth.load(config.tokens, config.allow_unauthenticated_writes)
+        self.program = compile_program(None, config.rules, strict=config.strict)
+        self.reasoner = Reasoner(self.program, store=config.store) if config.store \
+            else Reasoner(self.program)
+        self.decision = self.program.decision
+        self.metrics = metrics.Metrics()
+        self.started = time.time()
+
+    # -- request plumbing ---------------------------------------------------------------------
+
+    async def body(self, request: Request) -> dict[str, Any]:
+        size = request.headers.get("content-length")
+        if size is not None and size.isdigit() and int(size) > self.config.max_body:
+            raise BadRequest(413, "body-too-large",
+                             f"the body has {size} bytes; the limit is {self.config.max_body}")
+        raw = b""
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > self.config.max_body:
+                raise BadRequest(413, "body-too-large",
+                                 f"the body exceeds {self.config.max_body} bytes")
+        try:
+            data = orjson.loads(raw) if raw else {}
+        except orjson.JSONDecodeError as exc:
+            raise BadRequest(400, "malformed-json", f"the body is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise BadRequest(400, "malformed-json", "the body must be a JSON object")
+        return data
+
+    def authorize(self, request: Request, scope: str) -> None:
+        status = self.tokens.allows(request.headers.get("authorization"), scope)
+        if status == 401:
+            raise BadRequest(401, "unauthorized", "a bearer token is needed "
+                             "(`Authorization: Bearer TOKEN`)")
+        if status == 403:
+            why = (f"the token lacks the `{scope}` scope" if self.tokens.enabled else
+                   "writes need tokens (start the server with --tokens FILE) or "
+                   "--allow-unauthenticated-writes")
+            raise BadRequest(403, "forbidden", why)
+
+
+def _str(data: dict[str, Any], key: str, required: bool = True) -> str | None:
+    v = data.get(key)
+    if v is None and not required:
+        return None
+    if not isinstance(v, str):
+        raise BadRequest(422, "bad-request", f"`{key}` must be a string" +
+                         ("" if key in data else " (missing)"))
+    return v
+
+
+def _int(data: dict[str, Any], key: str) -> int | None:
+    v = data.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise BadRequest(422, "bad-request", f"`{key}` must be a non-negative integer")
+    return v
+
+
+Handler = Callable[[Service, Request], Awaitable[Response]]
+
+
+def endpoint(name: str, scope: str | None) -> Callable[[Handler], Callable[[Request],
+                                                                          Awaitable[Response]]]:
+    """A route handler with authorization, error bodies and latency metrics."""
+
+    def wrap(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            svc: Service = request.app.state.service
+            t0 = time.perf_counter()
+            try:
+                if scope is not None:
+                    svc.authorize(request, scope)
+                response = await fn(svc, request)
+            except BadRequest as exc:
+                response = _problem(exc.status, exc.code, exc.message, exc.diagnostics)
+            except GrantlogError as exc:
+                status = {"revision-conflict": 409, "revision-timeout": 504}.get(
+                    exc.diagnostics[0].code if exc.diagnostics else "", 422)
+                if exc.diagnostics and exc.diagnostics[0].code.startswith("store-"):
+                    status = 503
+                    svc.metrics.store_errors.inc()
+                response = _problem(status, exc.diagnostics[0].code if exc.diagnostics
+                                    else "error", str(exc.diagnostics[0].message
+                                                      if exc.diagnostics else exc),
+                                    exc.diagnostics, revision=svc.reasoner.revision)
+            svc.metrics.latency.labels(name).observe(time.perf_counter() - t0)
+            return response
+
+        handle.__name__ = fn.__name__
+        handle.__doc__ = fn.__doc__
+        return handle
+
+    return wrap
+
+
+# -- decisions ---------------------------------------------------------------------------------
+
+def _decide(svc: Service, subject: str, operation: str, resource: str,
+            at_least: int | None) -> dict[str, Any]:
+    """One decision, failing closed: an error while deciding is a deny carrying it."""
+    try:
+        d = svc.reasoner.check(subject, operation, resource, at_least=at_least)
+    except GrantlogError as exc:
+        if exc.diagnostics and exc.diagnostics[0].code == "revision-timeout":
+            raise
+        svc.metrics.decisions.labels("error").inc()
+        return {"allowed": False, "reasons": [], "revision": svc.reasoner.revision,
+                "error": {"code": exc.diagnostics[0].code if exc.diagnostics else "error",
+                          "message": str(exc)}}
+    except Exception as exc:  # fail closed, whatever went wrong
+        svc.metrics.decisions.labels("error").inc()
+        return {"allowed": False, "reasons": [], "revision": svc.reasoner.revision,
+                "error": {"code": "internal-error", "message": f"{type(exc).__name__}: {exc}"}}
+    svc.metrics.decisions.labels("allow" if d.allowed else "deny").inc()
+    return {"allowed": d.allowed, "reasons": list(d.reasons), "revision": d.revision}
+
+
+@endpoint("check", "check")
+async def check(svc: Service, request: Request) -> Response:
+    """POST /v1/check {subject, operation, resource, at_least_revision?, explain?}"""
+    data = await svc.body(request)
+    s, o, r = (_str(data, k) for k in ("subject", "operation", "resource"))
+    assert s is not None and o is not None and r is not None
+    at_least = _int(data, "at_least_revision")
+    if (at_least is not None and at_least > svc.reasoner.revision) or data.get("explain"):
+        out = await run_in_threadpool(_decide, svc, s, o, r, at_least)
+        if data.get("explain"):
+            goal = ir.show_atom(svc.decision, (s, o, r))
+            ex = await run_in_threadpool(svc.reasoner.explain, goal)
+            out["explanation"] = ex.to_dict()
+        return JSON(out)
+    return JSON(_decide(svc, s, o, r, None))  # the hot path: no thread hop
+
+
+@endpoint("check_batch", "check")
+async def check_batch(svc: Service, request: Request) -> Response:
+    """POST /v1/check/batch {checks: [{subject, operation, resource}...], at_least_revision?}"""
+    data = await svc.body(request)
+    checks = data.get("checks")
+    if not isinstance(checks, list):
+        raise BadRequest(422, "bad-request", "`checks` must be a list")
+    if len(checks) > svc.config.max_batch:
+        raise BadRequest(413, "batch-too-large", f"{len(checks)} checks; the limit is "
+                         f"{svc.config.max_batch} per call")
+    triples = []
+    for i, c in enumerate(checks):
+        if not isinstance(c, dict) or not all(isinstance(c.get(k), str)
+                                              for k in ("subject", "operation", "resource")):
+            raise BadRequest(422, "bad-request", f"checks[{i}] needs string `subject`, "
+                             "`operation` and `resource`")
+        triples.append((c["subject"], c["operation"], c["resource"]))
+    at_least = _int(data, "at_least_revision")
+
+    def run() -> dict[str, Any]:
+        if at_least is not None:
+            svc.reasoner.wait_for(at_least)
+        results = [_decide(svc, s, o, r, None) for s, o, r in triples]
+        revision = max((x["revision"] for x in results), default=svc.reasoner.revision)
+        for x in results:
+            del x["revision"]
+        return {"results": results, "revision": revision}
+
+    return JSON(await run_in_threadpool(run))
+
+
+async def _stream(values: list[Any], revision: int, key: str, chunk: int,
+                  ) -> AsyncIterator[bytes]:
+    for i in range(0, len(values), chunk):
+        yield b"".join(orjson.dumps({key: v}) + b"\n" for v in values[i:i + chunk])
+    yield orjson.dumps({"revision": revision, "count": len(values)}) + b"\n"
+
+
+def _page(values: list[Any], data: dict[str, Any]) -> tuple[list[Any], str | None]:
+    """``limit`` answers after ``cursor`` (the last answer of the previous page, as JSON)."""
+    limit = _int(data, "limit")
+    cursor = data.get("cursor")
+    start = 0
+    if cursor is not None:
+        if not isinstance(cursor, str):
+            raise BadRequest(422, "bad-request", "`cursor` must be the string a page returned")
+        try:
+            after = orjson.loads(cursor)
+        except orjson.JSONDecodeError:
+            raise BadRequest(422, "bad-request", "`cursor` is not one this server made") \
+                from None
+        key = ir.row_key(after) if isinstance(after, list) else ir.value_key(after)
+        keys = [ir.row_key(v) if isinstance(v, tuple | list) else ir.value_key(v)
+                for v in values]
+        import bisect
+
+        start = bisect.bisect_right(keys, key)
+    if limit is None:
+        return values[start:], None
+    page = values[start:start + limit]
+    more = start + limit < len(values)
+    return page, (orjson.dumps(page[-1]).decode() if more and page else None)
+
+
+async def _answers(svc: Service, request: Request, data: dict[str, Any], values: list[Any],
+                   revision: int, key: str) -> Response:
+    if "limit" in data or "cursor" in data:
+        page, cursor = _page(values, data)
+        return JSON({key + "s": page, "next_cursor": cursor, "revision": revision})
+    return StreamingResponse(_stream(values, revision, key, svc.config.chunk),
+                             media_type="application/x-ndjson")
+
+
+@endpoint("list", "check")
+async def list_(svc: Service, request: Request) -> Response:
+    """POST /v1/list {subject, operation, type?, within?, at_least_revision?, limit?, cursor?}"""
+    data = await svc.body(request)
+    s, o = _str(data, "subject"), _str(data, "operation")
+    typ, within = _str(data, "type", False), _str(data, "within", False)
+    assert s is not None and o is not None
+    got = await run_in_threadpool(svc.reasoner.list, s, o, typ, within,
+                                  _int(data, "at_least_revision"))
+    return await _answers(svc, request, data, list(got), got.revision, "resource")
+
+
+@endpoint("who", "check")
+async def who(svc: Service, request: Request) -> Response:
+    """POST /v1/who {operation, resource, at_least_revision?, limit?, cursor?}"""
+    data = await svc.body(request)
+    o, r = _str(data, "operation"), _str(data, "resource")
+    assert o is not None and r is not None
+    got = await run_in_threadpool(svc.reasoner.who, o, r, _int(data, "at_least_revision"))
+    return await _answers(svc, request, data, list(got), got.revision, "subject")
+
+
+@endpoint("explain", "check")
+async def explain(svc: Service, request: Request) -> Response:
+    """POST /v1/explain {goal, format?: json|text|dot|mermaid, at_least_revision?}"""
+    data = await svc.body(request)
+    goal = _str(data, "goal")
+    assert goal is not None
+    fmt = data.get("format", "json")
+    if fmt not in ("json", "text", "dot", "mermaid"):
+        raise BadRequest(422, "bad-request", "`format` is one of json, text, dot, mermaid")
+    at_least = _int(data, "at_least_revision")
+
+    def run() -> tuple[Any, int]:
+        if at_least is not None:
+            svc.reasoner.wait_for(at_least)
+        ex = svc.reasoner.explain(goal)
+        return ex, svc.reasoner.revision
+
+    ex, revision = await run_in_threadpool(run)
+    if fmt == "json":
+        return JSON({"holds": ex.holds, "explanation": ex.to_dict(), "revision": revision})
+    text = {"text": ex.render, "dot": ex.to_dot, "mermaid": ex.to_mermaid}[fmt]()
+    return JSON({"holds": ex.holds, "explanation": text, "format": fmt, "revision": revision})
+
+
+@endpoint("query", "check")
+async def query(svc: Service, request: Request) -> Response:
+    """POST /v1/query {goal, at_least_revision?}"""
+    data = await svc.body(request)
+    goal = _str(data, "goal")
+    assert goal is not None
+    got = await run_in_threadpool(svc.reasoner.query, goal, _int(data, "at_least_revision"))
+    return JSON({"answers": list(got), "revision": got.revision})
+
+
+def _rows(data: dict[str, Any], key: str) -> dict[str, list[tuple[Any, ...]]]:
+    part = data.get(key, {})
+    if not isinstance(part, dict):
+        raise BadRequest(422, "bad-request", f"`{key}` must map relations to lists of rows")
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for rel, rows in part.items():
+        if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+            raise BadRequest(422, "bad-request", f"`{key}.{rel}` must be a list of rows "
+                             "(lists of values)")
+        out[rel] = [tuple(r) for r in rows]
+    return out
+
+
+@endpoint("write", "write")
+async def write(svc: Service, request: Request) -> Response:
+    """POST /v1/write {insert?: {rel: [rows]}, retract?: {...}, if_revision?, watch?: [rel]}"""
+    data = await svc.body(request)
+    ins, dels = _rows(data, "insert"), _rows(data, "retract")
+    if_revision = _int(data, "if_revision")
+    watch = data.get("watch", [svc.decision, *svc.config.watch])
+    if not isinstance(watch, list) or not all(isinstance(w, str) for w in watch):
+        raise BadRequest(422, "bad-request", "`watch` must be a list of relation names")
+
+    def run() -> dict[str, Any]:
+        with svc.reasoner.transaction(watch=watch, if_revision=if_revision) as tx:
+            for rel, rows in dels.items():
+                tx.retract(rel, rows)
+            for rel, rows in ins.items():
+                tx.insert(rel, rows)
+        derived = {r: c for r, c in tx.changes.to_dict().items() if r in set(watch)}
+        return {"revision": tx.revision, "changes": derived}
+
+    return JSON(await run_in_threadpool(run))
+
+
+@endpoint("relations", "check")
+async def relation_rows(svc: Service, request: Request) -> Response:
+    """GET /v1/relations/{rel}?limit=N&cursor=C: base facts, sorted, paged"""
+    rel = request.path_params["rel"]
+    params = dict(request.query_params)
+    data: dict[str, Any] = {}
+    if "limit" in params:
+        if not params["limit"].isdigit():
+            raise BadRequest(422, "bad-request", "`limit` must be a non-negative integer")
+        data["limit"] = min(int(params["limit"]), 100_000)
+    else:
+        data["limit"] = 1000
+    if "cursor" in params:
+        data["cursor"] = params["cursor"]
+
+    def run() -> tuple[list[Any], int]:
+        rows = svc.reasoner.rows(rel)
+        return sorted((list(r) for r in rows), key=ir.row_key), svc.reasoner.revision
+
+    if rel not in svc.program.relations:
+        raise GrantlogError([error("unknown-relation", f"relation `{rel}` does not exist",
+                                   _here("<request>"))])
+    rows, revision = await run_in_threadpool(run)
+    page, cursor = _page([tuple(r) for r in rows], data)
+    return JSON({"relation": rel, "rows": [list(r) for r in page], "next_cursor": cursor,
+                 "revision": revision})
+
+
+@endpoint("policy", "check")
+async def policy(svc: Service, request: Request) -> Response:
+    """GET /v1/policy: the loaded rule files and their hash"""
+    return JSON({"files": svc.program.files, "hash": svc.program.digest,
+                 "decision": svc.decision, "revision": svc.reasoner.revision})
+
+
+async def healthz(request: Request) -> Response:
+    return JSON({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    """Ready when the policy is loaded, the store answers and this worker is caught up."""
+    svc: Service = request.app.state.service
+    out: dict[str, Any] = {"policy": svc.program.digest, "revision": svc.reasoner.revision}
+    store = getattr(svc.reasoner, "store", None)
+    if store is not None:
+        try:
+            head, _ = await run_in_threadpool(store.head)
+        except GrantlogError as exc:
+            svc.metrics.store_errors.inc()
+            out.update(ready=False, reason=str(exc.diagnostics[0].message))
+            return JSON(out, status_code=503)
+        out["store_revision"] = head
+        svc.metrics.lag.set(max(0, head - svc.reasoner.revision))
+        if head > svc.reasoner.revision + 1:
+            out.update(ready=False, reason="catching up with the store")
+            return JSON(out, status_code=503)
+    out["ready"] = True
+    return JSON(out)
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    svc: Service = request.app.state.service
+    svc.metrics.revision.set(svc.reasoner.revision)
+    body, ctype = svc.metrics.render()
+    return Response(body, media_type=ctype)
+
+
+async def openapi(request: Request) -> Response:
+    return JSON(document())
+
+
+def create_app(config: Config) -> Starlette:
+    """The application for ``config`` (compiles the rules and opens the store now)."""
+    service = Service(config)
+    app = Starlette(routes=[
+        Route("/v1/check", check, methods=["POST"]),
+        Route("/v1/check/batch", check_batch, methods=["POST"]),
+        Route("/v1/list", list_, methods=["POST"]),
+        Route("/v1/who", who, methods=["POST"]),
+        Route("/v1/explain", explain, methods=["POST"]),
+        Route("/v1/query", query, methods=["POST"]),
+        Route("/v1/write", write, methods=["POST"]),
+        Route("/v1/relations/{rel}", relation_rows, methods=["GET"]),
+        Route("/v1/policy", policy, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+    ])
+    app.state.service = service
+    return app
+
+
+def from_env() -> Starlette:
+    """The worker processes' factory (``uvicorn --factory``): the configuration comes in
+    :data:`CONFIG_ENV`."""
+    return create_app(Config.from_env())

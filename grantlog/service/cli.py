@@ -1,0 +1,78 @@
+"""``grantlog serve RULES... [--store URL] [--host H] [--port P] [--workers N] [--tokens F]``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from grantlog.grammar.diagnostics import GrantlogError, Span, error
+
+
+def add_parser(sub: Any) -> None:
+    sp = sub.add_parser("serve", help="the decision service over HTTP/JSON (docs/service.md)",
+                        description="serve decisions over HTTP/JSON (docs/service.md)")
+    sp.add_argument("rules", nargs="*", metavar="RULES", help="rule files (or directories)")
+    sp.add_argument("--model", "-m", help="a shipped model (see `grantlog models`)")
+    sp.add_argument("--store", "-s", metavar="URL",
+                    help="the facts' store (needed with more than one worker)")
+    sp.add_argument("--host", default="127.0.0.1", help="the address to bind (127.0.0.1)")
+    sp.add_argument("--port", type=int, default=8181)
+    sp.add_argument("--workers", type=int, default=1,
+                    help="worker processes; they share the store and follow its log")
+    sp.add_argument("--tokens", metavar="FILE",
+                    help="bearer tokens: one `TOKEN SCOPE[,SCOPE...]` per line "
+                    "(scopes: check, write, admin); also $GRANTLOG_TOKENS")
+    sp.add_argument("--allow-unauthenticated-writes", action="store_true",
+                    help="without --tokens, accept writes from anyone (local development)")
+    sp.add_argument("--max-body", type=int, default=8 * 2**20, metavar="BYTES")
+    sp.add_argument("--max-batch", type=int, default=10_000, metavar="N")
+    sp.add_argument("--ssl-certfile", metavar="FILE", help="serve HTTPS with this certificate")
+    sp.add_argument("--ssl-keyfile", metavar="FILE")
+    sp.add_argument("--strict", action="store_true")
+    sp.add_argument("--log-level", default="warning")
+    sp.set_defaults(fn=cmd_serve)
+
+
+def cmd_serve(a: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from .app import CONFIG_ENV, Config, create_app
+    except ImportError as exc:
+        raise GrantlogError([error("missing-dependency", f"the service needs its extra ({exc})",
+                                   Span("<command line>", 0, 0, 0, 0),
+                                   "install it with `pip install 'grantlog[service]'`")]) \
+            from None
+    from grantlog.cli import _inputs
+
+    here = Span("<command line>", 0, 0, 0, 0)
+    rules = _inputs(a, a.rules)
+    if a.workers < 1:
+        raise GrantlogError([error("bad-option", "--workers must be at least 1", here)])
+    if a.workers > 1 and not a.store:
+        raise GrantlogError([error(
+            "bad-option", "several workers need a store to share facts", here,
+            "add --store sqlite:///facts.db (or postgresql://...), or use one worker")])
+    config = Config(rules=rules, store=a.store, tokens=a.tokens,
+                    allow_unauthenticated_writes=a.allow_unauthenticated_writes,
+                    strict=a.strict, max_body=a.max_body, max_batch=a.max_batch)
+    ssl = {"ssl_certfile": a.ssl_certfile, "ssl_keyfile": a.ssl_keyfile} \
+        if a.ssl_certfile else {}
+    if a.workers == 1:
+        app = create_app(config)  # errors in the rules or the store surface here, exit 2
+        sys.stderr.write(f"grantlog serve: {len(rules)} rule files, policy "
+                         f"{app.state.service.program.digest}, listening on "
+                         f"http{'s' if ssl else ''}://{a.host}:{a.port}\n")
+        uvicorn.run(app, host=a.host, port=a.port, log_level=a.log_level,
+                    access_log=False, **ssl)
+        return 0
+    create_app(config)  # check the rules and the store before starting the workers
+    os.environ[CONFIG_ENV] = config.to_env()
+    sys.stderr.write(f"grantlog serve: {a.workers} workers on http{'s' if ssl else ''}://"
+                     f"{a.host}:{a.port}\n")
+    uvicorn.run("grantlog.service.app:from_env", factory=True, host=a.host, port=a.port,
+                workers=a.workers, log_level=a.log_level, access_log=False,
+                **ssl)
+    return 0

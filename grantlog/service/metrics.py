@@ -1,0 +1,31 @@
+"""Prometheus metrics of one worker: decisions by result, request latency by endpoint,
+the revision and the lag behind the store, store errors."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+#: latency buckets (seconds): checks take tens of microseconds, lists up to seconds
+BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+           1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.decisions = Counter("grantlog_decisions", "decisions by result",
+                                 ["result"], registry=self.registry)
+        self.latency = Histogram("grantlog_request_seconds", "request latency by endpoint",
+                                 ["endpoint"], buckets=BUCKETS, registry=self.registry)
+        self.revision = Gauge("grantlog_revision", "the revision this worker has applied",
+                              registry=self.registry)
+        self.lag = Gauge("grantlog_revision_lag", "revisions the store is ahead of this "
+                         "worker (at the last readiness check)", registry=self.registry)
+        self.store_errors = Counter("grantlog_store_errors", "store failures seen",
+                                    registry=self.registry)
+        for result in ("allow", "deny", "error"):
+            self.decisions.labels(result)
+
+    def render(self) -> tuple[bytes, str]:
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

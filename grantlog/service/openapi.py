@@ -1,0 +1,102 @@
+"""The OpenAPI 3.1 document of the decision service (served at ``/openapi.json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_STR = {"type": "string"}
+_REV = {"type": "integer", "minimum": 0}
+_ERROR = {"type": "object", "properties": {"error": {"type": "object", "properties": {
+    "code": _STR, "message": _STR, "diagnostics": {"type": "array", "items": {
+        "type": "object"}}}}}}
+_DECISION = {"type": "object", "required": ["allowed", "reasons", "revision"], "properties": {
+    "allowed": {"type": "boolean"}, "reasons": {"type": "array", "items": _STR},
+    "revision": _REV, "error": {"type": "object"}, "explanation": {"type": "object"}}}
+_ANSWERS = {"description": "NDJSON (one `{resource|subject: value}` per line, then "
+            "`{revision, count}`), or with `limit`/`cursor` one JSON page",
+            "content": {"application/x-ndjson": {"schema": _STR},
+                        "application/json": {"schema": {"type": "object"}}}}
+
+
+def _post(summary: str, required: list[str], props: dict[str, Any],
+          ok: dict[str, Any], scope: str = "check") -> dict[str, Any]:
+    return {"post": {
+        "summary": summary, "security": [{"bearer": [scope]}],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "required": required, "properties": props}}}},
+        "responses": {"200": ok, **_ERRORS}}}
+
+
+_ERRORS = {code: {"description": what, "content": {"application/json": {"schema": _ERROR}}}
+           for code, what in (("400", "malformed JSON"), ("401", "no or unknown token"),
+                              ("403", "the token lacks the scope"),
+                              ("409", "compare-and-set conflict (`if_revision`)"),
+                              ("413", "body or batch over the limit"),
+                              ("422", "bad input: the diagnostics say what"),
+                              ("503", "the store is unavailable"),
+                              ("504", "`at_least_revision` not reached in time"))}
+
+
+def _json(schema: dict[str, Any], what: str = "ok") -> dict[str, Any]:
+    return {"description": what, "content": {"application/json": {"schema": schema}}}
+
+
+def document() -> dict[str, Any]:
+    check = {"subject": _STR, "operation": _STR, "resource": _STR,
+             "at_least_revision": _REV, "explain": {"type": "boolean"}}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "grantlog decision service", "version": "1",
+                 "description": "Authorization decisions, listings, explanations and writes "
+                 "over a grantlog policy (docs/service.md)."},
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "paths": {
+            "/v1/check": _post("one decision", ["subject", "operation", "resource"], check,
+                               _json(_DECISION)),
+            "/v1/check/batch": _post(
+                "up to 10,000 decisions", ["checks"],
+                {"checks": {"type": "array", "items": {"type": "object", "properties": check}},
+                 "at_least_revision": _REV},
+                _json({"type": "object", "properties": {
+                    "results": {"type": "array", "items": _DECISION}, "revision": _REV}})),
+            "/v1/list": _post("resources a subject may use an operation on",
+                              ["subject", "operation"],
+                              {"subject": _STR, "operation": _STR, "type": _STR,
+                               "within": _STR, "at_least_revision": _REV,
+                               "limit": {"type": "integer"}, "cursor": _STR}, _ANSWERS),
+            "/v1/who": _post("subjects that may use an operation on a resource",
+                             ["operation", "resource"],
+                             {"operation": _STR, "resource": _STR, "at_least_revision": _REV,
+                              "limit": {"type": "integer"}, "cursor": _STR}, _ANSWERS),
+            "/v1/explain": _post("why (a proof) or why not", ["goal"],
+                                 {"goal": _STR, "format": {"enum": ["json", "text", "dot",
+                                                                    "mermaid"]},
+                                  "at_least_revision": _REV}, _json({"type": "object"})),
+            "/v1/query": _post("answers to a goal in the rule language", ["goal"],
+                               {"goal": _STR, "at_least_revision": _REV},
+                               _json({"type": "object"})),
+            "/v1/write": _post("insert and retract base facts as one transaction", [],
+                               {"insert": {"type": "object"}, "retract": {"type": "object"},
+                                "if_revision": _REV,
+                                "watch": {"type": "array", "items": _STR}},
+                               _json({"type": "object", "properties": {
+                                   "revision": _REV, "changes": {"type": "object"}}}),
+                               scope="write"),
+            "/v1/relations/{rel}": {"get": {
+                "summary": "base facts of a relation, paged",
+                "parameters": [{"name": "rel", "in": "path", "required": True,
+                                "schema": _STR},
+                               {"name": "limit", "in": "query", "schema": {"type": "integer"}},
+                               {"name": "cursor", "in": "query", "schema": _STR}],
+                "responses": {"200": _json({"type": "object"}), **_ERRORS}}},
+            "/v1/policy": {"get": {"summary": "the loaded rule files and their hash",
+                                   "responses": {"200": _json({"type": "object"})}}},
+            "/healthz": {"get": {"summary": "the process answers",
+                                 "responses": {"200": _json({"type": "object"})}}},
+            "/readyz": {"get": {"summary": "policy loaded, store reachable, caught up",
+                                "responses": {"200": _json({"type": "object"}),
+                                              "503": _json({"type": "object"}, "not ready")}}},
+            "/metrics": {"get": {"summary": "Prometheus metrics",
+                                 "responses": {"200": {"description": "text format"}}}},
+        },
+    }

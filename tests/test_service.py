@@ -1,0 +1,301 @@
+"""The decision service end to end: a real `grantlog serve` subprocess on a free port, talked
+to over real HTTP (httpx, keep-alive), answers checked against an in-process Reasoner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+import grantlog
+from grantlog.service import auth
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES = str(ROOT / "rules" / "gravitino.gl")
+FACTS = str(ROOT / "examples" / "gravitino" / "facts.gl")
+READ = "reader-token-0123456789"
+WRITE = "writer-token-0123456789"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(tmp: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grantlog.cli", "serve", "--port", str(port), *extra],
+        stdout=subprocess.DEVNULL, stderr=open(tmp / f"serve-{port}.log", "wb"),  # noqa: SIM115
+        env={**os.environ, "GRANTLOG_TOKENS": ""})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError((tmp / f"serve-{port}.log").read_text())
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One server for the module: the Gravitino model, its example facts in a SQLite store,
+    a read token and a write token, a batch limit of 100."""
+    tmp = tmp_path_factory.mktemp("serve")
+    store = f"sqlite:///{tmp / 'facts.db'}"
+    from grantlog.cli import main
+
+    assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
+    (tmp / "tokens").write_text(f"# tokens\n{READ} check\n{WRITE} check,write\n")
+    proc, url = _serve(tmp, RULES, "--store", store, "--tokens", str(tmp / "tokens"),
+                       "--max-batch", "100", "--max-body", "200000")
+    program = grantlog.compile(paths=[RULES])
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {READ}"},
+                      timeout=30) as client:
+        yield {"url": url, "client": client, "store": store, "program": program}
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def _reasoner(server: dict[str, Any]) -> grantlog.Reasoner:
+    return grantlog.Reasoner(server["program"], store=server["store"], follow=False)
+
+
+CASES = [("alice", "load_table", "m1.lakehouse.sales.orders"),
+         ("carol", "load_table", "m1.lakehouse.sales.customers"),
+         ("bob", "load_table", "m1.lakehouse.sales.orders"),
+         ("nobody", "drop_table", "m1.lakehouse.sales.orders")]
+
+
+def test_check_answers_as_the_reasoner(server: dict[str, Any]) -> None:
+    c = server["client"]
+    with _reasoner(server) as r:
+        for s, o, res in CASES:
+            got = c.post("/v1/check", json={"subject": s, "operation": o, "resource": res})
+            assert got.status_code == 200
+            body = got.json()
+            d = r.check(s, o, res)
+            assert (body["allowed"], body["reasons"]) == (d.allowed, list(d.reasons))
+            assert body["revision"] == d.revision
+    assert any(c.post("/v1/check", json=dict(zip(("subject", "operation", "resource"), x,
+                                                  strict=True))).json()["allowed"]
+               for x in CASES)
+    got = c.post("/v1/check", json={"subject": "carol", "operation": "load_table",
+                                    "resource": "m1.lakehouse.sales.customers",
+                                    "explain": True}).json()
+    assert got["allowed"] is False and got["explanation"]["holds"] is False
+
+
+def test_batch_equals_single_checks_and_is_limited(server: dict[str, Any]) -> None:
+    c = server["client"]
+    checks = [dict(zip(("subject", "operation", "resource"), x, strict=True)) for x in CASES]
+    got = c.post("/v1/check/batch", json={"checks": checks * 5}).json()
+    singles = [c.post("/v1/check", json=x).json() for x in checks]
+    assert [(x["allowed"], x["reasons"]) for x in got["results"]] == \
+        [(x["allowed"], x["reasons"]) for x in singles] * 5
+    over = c.post("/v1/check/batch", json={"checks": checks * 30})
+    assert over.status_code == 413 and over.json()["error"]["code"] == "batch-too-large"
+
+
+def test_list_and_who_stream_everything_and_page(server: dict[str, Any]) -> None:
+    c = server["client"]
+    with _reasoner(server) as r:
+        want = list(r.list("alice", "load_table"))
+        who = list(r.who("load_table", "m1.lakehouse.sales.orders"))
+    with c.stream("POST", "/v1/list", json={"subject": "alice", "operation": "load_table"}) \
+            as resp:
+        assert resp.headers["content-type"].startswith("application/x-ndjson")
+        lines = [orjson.loads(x) for x in resp.iter_lines() if x]
+    assert [x["resource"] for x in lines[:-1]] == want and lines[-1]["count"] == len(want)
+    pages: list[Any] = []
+    cursor = None
+    while True:
+        body = {"subject": "alice", "operation": "load_table", "limit": 1}
+        if cursor:
+            body["cursor"] = cursor
+        page = c.post("/v1/list", json=body).json()
+        pages += page["resources"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert pages == want and len(want) > 1
+    lines = [orjson.loads(x) for x in c.post(
+        "/v1/who", json={"operation": "load_table",
+                         "resource": "m1.lakehouse.sales.orders"}).text.splitlines()]
+    assert [x["subject"] for x in lines[:-1]] == who
+
+
+def test_explain_and_query(server: dict[str, Any]) -> None:
+    c = server["client"]
+    goal = 'allowed(alice, load_table, "m1.lakehouse.sales.orders")'
+    j = c.post("/v1/explain", json={"goal": goal}).json()
+    assert j["holds"] and j["explanation"]["holds"]
+    for fmt, marker in (("text", "allowed"), ("dot", "digraph"), ("mermaid", "flowchart")):
+        assert marker in c.post("/v1/explain", json={"goal": goal, "format": fmt}).json()[
+            "explanation"]
+    q = c.post("/v1/query", json={"goal": 'allowed(U, load_table, "m1.lakehouse.sales.orders")'})
+    with _reasoner(server) as r:
+        assert q.json()["answers"] == list(r.query(
+            'allowed(U, load_table, "m1.lakehouse.sales.orders")'))
+
+
+def test_writes_need_the_write_scope_and_take_effect(server: dict[str, Any]) -> None:
+    c = server["client"]
+    row = ["dave", "analysts"]
+    assert c.post("/v1/write", json={"insert": {"member": [row]}}).status_code == 403
+    assert httpx.post(server["url"] + "/v1/write", json={"insert": {"member": [row]}}
+                      ).status_code == 401
+    assert httpx.post(server["url"] + "/v1/check", json={
+        "subject": "a", "operation": "b", "resource": "c"},
+        headers={"Authorization": "Bearer wrong-token-0123456789"}).status_code == 401
+    w = {"Authorization": f"Bearer {WRITE}"}
+    before = c.get("/v1/policy").json()["revision"]
+    got = c.post("/v1/write", json={"insert": {"member": [row]}}, headers=w)
+    assert got.status_code == 200, got.text
+    rev = got.json()["revision"]
+    assert rev == before + 1
+    assert any(g[0] == "dave" for g in got.json()["changes"]["allowed"]["gained"])
+    d = c.post("/v1/check", json={"subject": "dave", "operation": "load_table",
+                                  "resource": "m1.lakehouse.sales.orders",
+                                  "at_least_revision": rev}).json()
+    assert d["revision"] >= rev
+    conflict = c.post("/v1/write", json={"retract": {"member": [row]}, "if_revision": before},
+                      headers=w)
+    assert conflict.status_code == 409
+    assert conflict.json()["error"]["code"] == "revision-conflict"
+    ok = c.post("/v1/write", json={"retract": {"member": [row]}, "if_revision": rev}, headers=w)
+    assert ok.status_code == 200 and ok.json()["revision"] == rev + 1
+    with _reasoner(server) as r:  # durable: another process sees it in the store
+        assert r.revision == rev + 1 and ("dave", "analysts") not in r.rows("member")
+
+
+@pytest.mark.parametrize(("path", "body", "status", "code"), [
+    ("/v1/check", b"{not json", 400, "malformed-json"),
+    ("/v1/check", b"[1, 2]", 400, "malformed-json"),
+    ("/v1/check", b'{"subject": "a", "operation": "b"}', 422, "bad-request"),
+    ("/v1/check", b'{"subject": 1, "operation": "b", "resource": "c"}', 422, "bad-request"),
+    ("/v1/query", b'{"goal": "allowed(U, "}', 422, "syntax-error"),
+    ("/v1/query", b'{"goal": "alowed(U, V, W)"}', 422, "unknown-relation"),
+    ("/v1/write", b'{"insert": {"membr": [["a", "b"]]}}', 422, "unknown-relation"),
+    ("/v1/write", b'{"insert": {"member": [["a"]]}}', 422, "bad-fact"),
+    ("/v1/write", b'{"insert": {"member": "nope"}}', 422, "bad-request"),
+    ("/v1/list", b'{"subject": "a", "operation": "b", "cursor": 5}', 422, "bad-request"),
+    ("/v1/check", b'{"pad": "' + b"x" * 300_000 + b'"}', 413, "body-too-large"),
+])
+def test_bad_input_is_a_4xx_with_diagnostics(server: dict[str, Any], path: str, body: bytes,
+                                            status: int, code: str) -> None:
+    c = server["client"]
+    got = c.post(path, content=body, headers={"Authorization": f"Bearer {WRITE}",
+                                              "content-type": "application/json"})
+    assert got.status_code == status, got.text
+    assert got.json()["error"]["code"] == code
+    if code == "syntax-error":
+        d = got.json()["error"]["diagnostics"][0]
+        assert d["file"] == "<goal>" and d["line"] == 1 and d["col"] > 1
+    assert c.get("/healthz").status_code == 200  # and it keeps serving
+
+
+def test_health_readiness_metrics_openapi_relations(server: dict[str, Any]) -> None:
+    c = server["client"]
+    assert c.get("/healthz").json() == {"status": "ok"}
+    ready = c.get("/readyz").json()
+    assert ready["ready"] and ready["store_revision"] >= 1
+    c.post("/v1/check", json={"subject": "alice", "operation": "load_table",
+                              "resource": "m1.lakehouse.sales.orders"})
+    m = c.get("/metrics").text
+    assert 'grantlog_decisions_total{result="allow"}' in m
+    assert "grantlog_request_seconds_bucket" in m and "grantlog_revision " in m
+    spec = c.get("/openapi.json").json()
+    assert spec["openapi"].startswith("3.1") and "/v1/check" in spec["paths"]
+    page = c.get("/v1/relations/member", params={"limit": 2}).json()
+    assert len(page["rows"]) == 2 and page["next_cursor"]
+    rest = c.get("/v1/relations/member", params={"cursor": page["next_cursor"],
+                                                 "limit": 10_000}).json()
+    with _reasoner(server) as r:
+        assert sorted(map(tuple, page["rows"] + rest["rows"])) == sorted(r.rows("member"))
+    assert c.get("/v1/relations/nope").status_code == 422
+    pol = c.get("/v1/policy").json()
+    assert pol["hash"] == server["program"].digest
+
+
+def test_tokens() -> None:
+    t = auth.Tokens(tuple(auth.parse("aaaaaaaaaaaaaaaa check\nbbbbbbbbbbbbbbbb check,write\n"
+                                     "cccccccccccccccc admin", "t")))
+    assert t.allows(None, "check") == 401
+    assert t.allows("Bearer aaaaaaaaaaaaaaaa", "check") == 200
+    assert t.allows("Bearer aaaaaaaaaaaaaaaa", "write") == 403
+    assert t.allows("Bearer bbbbbbbbbbbbbbbb", "write") == 200
+    assert t.allows("Bearer cccccccccccccccc", "admin") == 200
+    assert t.allows("Bearer dddddddddddddddd", "check") == 401
+    open_ = auth.Tokens()
+    assert open_.allows(None, "check") == 200 and open_.allows(None, "write") == 403
+    assert auth.Tokens((), True).allows(None, "write") == 200
+    for bad in ("short check", "aaaaaaaaaaaaaaaa read", "aaaaaaaaaaaaaaaa"):
+        with pytest.raises(grantlog.GrantlogError):
+            auth.parse(bad, "t")
+
+
+def test_a_failure_while_deciding_is_a_deny() -> None:
+    from grantlog.service.app import _decide
+    from grantlog.service.metrics import Metrics
+
+    class Broken:
+        revision = 7
+
+        def check(self, *a: Any, **k: Any) -> Any:
+            raise RuntimeError("the disk caught fire")
+
+    class Svc:
+        reasoner = Broken()
+        metrics = Metrics()
+
+    got = _decide(Svc(), "a", "b", "c", None)  # type: ignore[arg-type]
+    assert got["allowed"] is False and got["error"]["code"] == "internal-error"
+
+
+def test_several_workers_share_the_store(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'w.db'}"
+    from grantlog.cli import main
+
+    assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
+    proc, url = _serve(tmp_path, RULES, "--store", store, "--workers", "2",
+                       "--allow-unauthenticated-writes")
+    try:
+        with httpx.Client(base_url=url, timeout=30) as c:
+            for i in range(10):
+                row = [f"user{i}", "analysts"]
+                rev = c.post("/v1/write", json={"insert": {"member": [row]}}).json()["revision"]
+                for _ in range(4):  # whichever worker answers has applied it
+                    d = c.post("/v1/check", json={"subject": f"user{i}",
+                                                  "operation": "load_table",
+                                                  "resource": "m1.lakehouse.sales.orders",
+                                                  "at_least_revision": rev}).json()
+                    assert d["revision"] >= rev
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    with grantlog.Reasoner(grantlog.compile(paths=[RULES]), store=store) as r:
+        assert {f"user{i}" for i in range(10)} <= {u for u, _ in r.rows("member")}
+
+
+def test_serve_refuses_workers_without_a_store(capsys: pytest.CaptureFixture[str]) -> None:
+    from grantlog.cli import main
+
+    assert main(["serve", RULES, "--workers", "2"]) == 2
+    assert "need a store" in capsys.readouterr().err

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from grantlog import engine
 from grantlog.engine import ir
+from grantlog.engine.reasoner import Delta
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 if TYPE_CHECKING:
@@ -40,6 +41,16 @@ class Reasoner(engine.Reasoner):
                  backend: str = "memory", store: str | Store | None = None,
                  follow: bool = True) -> None:
         super().__init__(program, watch, backend)
+        #: called with the ``Changes`` of every transaction this reasoner applies — its own
+        #: and, with a store, other processes' (under the reasoner's lock: keep them short)
+        self.listeners: list[Callable[[engine.Changes], None]] = []
+
+    def _apply(self, ins: Delta, dels: Delta, watch: frozenset[str],
+               revision: int) -> engine.Changes:
+        changes = super()._apply(ins, dels, watch, revision)
+        for fn in self.listeners:
+            fn(changes)
+        return changes
 
     def load(self, paths: Iterable[str], relation: str | None = None,
              watch: Iterable[str] | str = ()) -> engine.Changes:

@@ -299,3 +299,44 @@ def test_serve_refuses_workers_without_a_store(capsys: pytest.CaptureFixture[str
 
     assert main(["serve", RULES, "--workers", "2"]) == 2
     assert "need a store" in capsys.readouterr().err
+
+
+def test_watch_streams_derived_changes_live_and_since(server: dict[str, Any]) -> None:
+    import threading
+
+    c = server["client"]
+    w = {"Authorization": f"Bearer {WRITE}"}
+    start = c.get("/v1/policy").json()["revision"]
+    events: list[dict[str, Any]] = []
+    opened = threading.Event()
+
+    def listen() -> None:
+        with httpx.Client(base_url=server["url"], timeout=30,
+                          headers={"Authorization": f"Bearer {READ}"}) as lc, \
+                lc.stream("GET", "/v1/watch", params={"since": start}) as resp:
+            assert resp.headers["content-type"].startswith("text/event-stream")
+            opened.set()
+            for line in resp.iter_lines():
+                if line.startswith("data: "):
+                    events.append(orjson.loads(line[6:]))
+                    if len(events) == 2:
+                        return
+
+    t = threading.Thread(target=listen, daemon=True)
+    t.start()
+    assert opened.wait(10)
+    r1 = c.post("/v1/write", json={"insert": {"member": [["dave", "analysts"]]}},
+                headers=w).json()["revision"]
+    r2 = c.post("/v1/write", json={"retract": {"member": [["dave", "analysts"]]}},
+                headers=w).json()["revision"]
+    t.join(timeout=20)
+    assert [e["revision"] for e in events] == [r1, r2]
+    gained = {tuple(x) for x in events[0]["gained"]}
+    assert gained and all(x[0] == "dave" for x in gained)
+    assert {tuple(x) for x in events[1]["lost"]} == gained and not events[1]["gained"]
+    # the feed replays from `since` (NDJSON this time)
+    with c.stream("GET", "/v1/watch", params={"since": r1, "format": "ndjson"}) as resp:
+        first = orjson.loads(next(resp.iter_lines()))
+    assert first["revision"] == r2 and {tuple(x) for x in first["lost"]} == gained
+    assert c.get("/v1/watch", params={"since": 0}).status_code == 410
+    assert c.get("/v1/watch", params={"relation": "member"}).status_code == 422

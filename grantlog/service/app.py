@@ -13,11 +13,14 @@ carrying the error (fail closed), never an allow and never a 500.
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import json
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import orjson
@@ -52,7 +55,10 @@ class Config:
     max_batch: int = 10_000
     #: list/who answers per NDJSON chunk
     chunk: int = 1000
-    watch: list[str] = field(default_factory=list)
+    #: relations whose changes /v1/watch streams (default: the decision relation; [] none)
+    watch: list[str] | None = None
+    #: transactions the watch feed keeps for ``since=`` in the past
+    feed: int = 10_000
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -101,11 +107,57 @@ class Service:
         self.config = config
         self.tokens = auth.load(config.tokens, config.allow_unauthenticated_writes)
         self.program = compile_program(None, config.rules, strict=config.strict)
-        self.reasoner = Reasoner(self.program, store=config.store) if config.store \
-            else Reasoner(self.program)
         self.decision = self.program.decision
+        self.watched = [self.decision] if config.watch is None else list(config.watch)
+        for rel in self.watched:
+            if rel not in self.program.relations:
+                raise GrantlogError([error("unknown-relation", f"relation `{rel}` does not "
+                                           "exist", _here("<command line>"))])
+        self.reasoner = Reasoner(self.program, watch=self.watched, store=config.store) \
+            if config.store else Reasoner(self.program, watch=self.watched)
         self.metrics = metrics.Metrics()
         self.started = time.time()
+        # the watch feed: recent transactions' changes of the watched relations, and the
+        # queues of the open /v1/watch streams (filled from whichever thread applied them)
+        self._feed_lock = threading.Lock()
+        self.feed: collections.deque[dict[str, Any]] = collections.deque(maxlen=config.feed)
+        #: the oldest revision the feed can replay from
+        self.feed_floor = self.reasoner.revision
+        self.watchers: set[tuple[asyncio.AbstractEventLoop, asyncio.Queue[dict[str, Any]]]] \
+            = set()
+        self.reasoner.listeners.append(self._on_change)
+
+    def _on_change(self, changes: Any) -> None:
+        entry = {"revision": changes.revision,
+                 "changes": {rel: {"gained": sorted((list(r) for r in changes.gained(rel)),
+                                                    key=ir.row_key),
+                                   "lost": sorted((list(r) for r in changes.lost(rel)),
+                                                  key=ir.row_key)}
+                             for rel in self.watched}}
+        with self._feed_lock:
+            if len(self.feed) == self.feed.maxlen:
+                self.feed_floor = self.feed[0]["revision"]
+            self.feed.append(entry)
+            for loop, queue in list(self.watchers):
+                loop.call_soon_threadsafe(queue.put_nowait, entry)
+
+    def subscribe(self, since: int) -> tuple[list[dict[str, Any]],
+                                             asyncio.Queue[dict[str, Any]]]:
+        """The feed's entries after ``since`` and a queue of the ones to come."""
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        with self._feed_lock:
+            if since < self.feed_floor:
+                raise BadRequest(410, "watch-gone",
+                                 f"the feed starts after revision {self.feed_floor}; revision "
+                                 f"{since} is older (`grantlog store log --derived` replays "
+                                 "the store's log)")
+            backlog = [e for e in self.feed if e["revision"] > since]
+            self.watchers.add((asyncio.get_running_loop(), queue))
+        return backlog, queue
+
+    def unsubscribe(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
+        with self._feed_lock:
+            self.watchers = {w for w in self.watchers if w[1] is not queue}
 
     # -- request plumbing ---------------------------------------------------------------------
 
@@ -383,7 +435,7 @@ async def write(svc: Service, request: Request) -> Response:
     data = await svc.body(request)
     ins, dels = _rows(data, "insert"), _rows(data, "retract")
     if_revision = _int(data, "if_revision")
-    watch = data.get("watch", [svc.decision, *svc.config.watch])
+    watch = data.get("watch", svc.watched)
     if not isinstance(watch, list) or not all(isinstance(w, str) for w in watch):
         raise BadRequest(422, "bad-request", "`watch` must be a list of relation names")
 
@@ -434,6 +486,56 @@ async def policy(svc: Service, request: Request) -> Response:
                  "decision": svc.decision, "revision": svc.reasoner.revision})
 
 
+#: seconds between keep-alive comments on an idle watch stream
+KEEPALIVE = 15.0
+
+
+@endpoint("watch", "check")
+async def watch(svc: Service, request: Request) -> Response:
+    """GET /v1/watch?since=REV&relation=REL&format=sse|ndjson: each transaction's gained and
+    lost rows of the watched relation, from after ``since`` (default: now) and then live"""
+    params = request.query_params
+    rel = params.get("relation", svc.decision)
+    if rel not in svc.watched:
+        raise BadRequest(422, "bad-request", f"`{rel}` is not watched by this server "
+                         f"(watched: {', '.join(svc.watched) or 'none'}; see --watch)")
+    since_text = params.get("since")
+    if since_text is not None and not since_text.isdigit():
+        raise BadRequest(422, "bad-request", "`since` must be a revision number")
+    since = int(since_text) if since_text is not None else svc.reasoner.revision
+    sse = params.get("format", "sse") == "sse"
+    backlog, queue = svc.subscribe(since)
+
+    def event(entry: dict[str, Any]) -> bytes:
+        body = orjson.dumps({"revision": entry["revision"], "relation": rel,
+                             **entry["changes"][rel]})
+        if sse:
+            return b"id: %d\nevent: change\ndata: " % entry["revision"] + body + b"\n\n"
+        return body + b"\n"
+
+    async def stream() -> AsyncIterator[bytes]:
+        last = since
+        try:
+            for entry in backlog:
+                last = entry["revision"]
+                yield event(entry)
+            while True:
+                try:
+                    entry = await asyncio.wait_for(queue.get(), KEEPALIVE)
+                except TimeoutError:
+                    yield b": keep-alive\n\n" if sse else b"\n"
+                    continue
+                if entry["revision"] > last:
+                    last = entry["revision"]
+                    yield event(entry)
+        finally:
+            svc.unsubscribe(queue)
+
+    return StreamingResponse(stream(), media_type="text/event-stream" if sse
+                             else "application/x-ndjson",
+                             headers={"Cache-Control": "no-store"})
+
+
 async def healthz(request: Request) -> Response:
     return JSON({"status": "ok"})
 
@@ -481,6 +583,7 @@ def create_app(config: Config) -> Starlette:
         Route("/v1/explain", explain, methods=["POST"]),
         Route("/v1/query", query, methods=["POST"]),
         Route("/v1/write", write, methods=["POST"]),
+        Route("/v1/watch", watch, methods=["GET"]),
         Route("/v1/relations/{rel}", relation_rows, methods=["GET"]),
         Route("/v1/policy", policy, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),

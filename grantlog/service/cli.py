@@ -30,6 +30,11 @@ def add_parser(sub: Any) -> None:
     sp.add_argument("--max-batch", type=int, default=10_000, metavar="N")
     sp.add_argument("--ssl-certfile", metavar="FILE", help="serve HTTPS with this certificate")
     sp.add_argument("--ssl-keyfile", metavar="FILE")
+    sp.add_argument("--watch", action="append", metavar="REL",
+                    help="a relation whose changes /v1/watch streams and /v1/write reports "
+                    "(repeatable; default: the decision relation)")
+    sp.add_argument("--no-watch", action="store_true",
+                    help="watch nothing (writes then skip computing derived changes)")
     sp.add_argument("--strict", action="store_true")
     sp.add_argument("--log-level", default="warning")
     sp.set_defaults(fn=cmd_serve)
@@ -57,7 +62,8 @@ def cmd_serve(a: argparse.Namespace) -> int:
             "add --store sqlite:///facts.db (or postgresql://...), or use one worker")])
     config = Config(rules=rules, store=a.store, tokens=a.tokens,
                     allow_unauthenticated_writes=a.allow_unauthenticated_writes,
-                    strict=a.strict, max_body=a.max_body, max_batch=a.max_batch)
+                    strict=a.strict, max_body=a.max_body, max_batch=a.max_batch,
+                    watch=[] if a.no_watch else a.watch)
     ssl = {"ssl_certfile": a.ssl_certfile, "ssl_keyfile": a.ssl_keyfile} \
         if a.ssl_certfile else {}
     if a.workers == 1:

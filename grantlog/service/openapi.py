@@ -89,6 +89,20 @@ def document() -> dict[str, Any]:
                                {"name": "limit", "in": "query", "schema": {"type": "integer"}},
                                {"name": "cursor", "in": "query", "schema": _STR}],
                 "responses": {"200": _json({"type": "object"}), **_ERRORS}}},
+            "/v1/watch": {"get": {
+                "summary": "a live feed of derived changes: each transaction's gained and lost "
+                           "rows of a watched relation, from after `since`",
+                "security": [{"bearer": ["check"]}],
+                "parameters": [{"name": "since", "in": "query", "schema": _REV},
+                               {"name": "relation", "in": "query", "schema": _STR},
+                               {"name": "format", "in": "query",
+                                "schema": {"enum": ["sse", "ndjson"]}}],
+                "responses": {"200": {"description": "server-sent events (`id: REV`, `event: "
+                                      "change`, `data: {revision, relation, gained, lost}`) "
+                                      "or NDJSON",
+                                      "content": {"text/event-stream": {"schema": _STR}}},
+                              "410": _json(_ERROR, "`since` is older than the feed"),
+                              **_ERRORS}}},
             "/v1/policy": {"get": {"summary": "the loaded rule files and their hash",
                                    "responses": {"200": _json({"type": "object"})}}},
             "/healthz": {"get": {"summary": "the process answers",

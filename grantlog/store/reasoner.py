@@ -64,8 +64,6 @@ class StoredReasoner(Reasoner):
         self._overlap: dict[str, set[ir.Row]] = {}
         #: the follower's last error (None while the store answers)
         self.follow_error: GrantlogError | None = None
-        #: callbacks called with each applied transaction's Changes (under the lock)
-        self.listeners: list[Any] = []
         rev, rows = self.store.snapshot()
         self._note_overlap(rows)
         self.seed(rows, rev)
@@ -105,9 +103,7 @@ class StoredReasoner(Reasoner):
             if w.committed is None:
                 return Changes({}, self.program.derived, self.revision)
             self._move_overlap(st_ins, st_dels)
-            changes = self._apply(mem_ins, mem_dels, watch, w.committed)
-            self._tell(changes)
-            return changes
+            return self._apply(mem_ins, mem_dels, watch, w.committed)
 
     def _split(self, ops: dict[str, dict[ir.Row, bool]]) -> tuple[Delta, Delta, Delta, Delta]:
         """A transaction's net change: to memory (ins, dels) and to the store (ins, dels)."""
@@ -147,10 +143,6 @@ class StoredReasoner(Reasoner):
         for rel, rows in dels.items():
             if rel in self._overlap:
                 self._overlap[rel] -= rows
-
-    def _tell(self, changes: Changes) -> None:
-        for fn in self.listeners:
-            fn(changes)
 
     # -- following -----------------------------------------------------------------------------
 
@@ -203,8 +195,7 @@ class StoredReasoner(Reasoner):
                 new = {r for r in rows if r not in pol and r not in mem}
                 if new:
                     mem_ins[rel] = new
-            changes = self._apply(mem_ins, mem_dels, self._watch, rv.revision)
-            self._tell(changes)
+            self._apply(mem_ins, mem_dels, self._watch, rv.revision)
 
     def _reload(self, snapshot: tuple[int, dict[str, list[ir.Row]]]) -> None:
         """Too far behind for the log: take the store's facts and apply the difference."""
@@ -220,7 +211,7 @@ class StoredReasoner(Reasoner):
             if have - new:
                 mem_dels[rel] = have - new
         self._note_overlap(rows)
-        self._tell(self._apply(mem_ins, mem_dels, self._watch, rev))
+        self._apply(mem_ins, mem_dels, self._watch, rev)
 
     def _follow(self) -> None:
         backoff = 0.05

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from grantlog.client import Client
 from grantlog.engine import Answers, Decision, Explanation, Program, Proof, RevisionConflict
 from grantlog.engine.compiler import compile_program
 from grantlog.grammar import Diagnostic, GrantlogError, Span
@@ -42,6 +43,7 @@ def compile(
 
 __all__ = [
     "Answers",
+    "Client",
     "Decision",
     "Diagnostic",
     "Explanation",

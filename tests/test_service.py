@@ -340,3 +340,35 @@ def test_watch_streams_derived_changes_live_and_since(server: dict[str, Any]) ->
     assert first["revision"] == r2 and {tuple(x) for x in first["lost"]} == gained
     assert c.get("/v1/watch", params={"since": 0}).status_code == 410
     assert c.get("/v1/watch", params={"relation": "member"}).status_code == 422
+
+
+def test_the_python_client_answers_as_the_reasoner(server: dict[str, Any]) -> None:
+    with grantlog.Client(server["url"], token=WRITE) as client, _reasoner(server) as r:
+        for s, o, res in CASES:
+            assert client.check(s, o, res) == r.check(s, o, res)
+        assert client.list("alice", "load_table") == r.list("alice", "load_table")
+        assert client.who("load_table", "m1.lakehouse.sales.orders") == \
+            r.who("load_table", "m1.lakehouse.sales.orders")
+        goal = 'allowed(U, load_table, "m1.lakehouse.sales.orders")'
+        assert client.query(goal) == r.query(goal)
+        ex = client.explain('allowed(carol, load_table, "m1.lakehouse.sales.customers")')
+        assert not ex.holds and "allowed" in ex.render()
+        with client.transaction(watch="allowed") as tx:
+            tx.insert("member", [("dave", "analysts")])
+        assert tx.revision == client.revision and tx.changes.gained("allowed")
+        # read-your-writes: the client's reads wait for its own revision
+        d = client.check("dave", "load_table", "m1.lakehouse.sales.orders")
+        assert d.revision >= tx.revision
+        lost = client.retract("member", [("dave", "analysts")]).lost("allowed")
+        assert lost == tx.changes.gained("allowed")
+        with pytest.raises(grantlog.RevisionConflict), \
+                client.transaction(if_revision=0) as tx2:
+            tx2.insert("member", [("dave", "analysts")])
+        with pytest.raises(grantlog.GrantlogError) as info:
+            client.query("allowed(U, ")
+        assert info.value.diagnostics[0].code == "syntax-error"
+        assert info.value.diagnostics[0].span.file == "<goal>"
+    with grantlog.Client(server["url"], token=READ) as reader, \
+            pytest.raises(grantlog.GrantlogError) as info:
+        reader.insert("member", [("x", "y")])
+    assert info.value.diagnostics[0].code == "forbidden"

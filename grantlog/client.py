@@ -1,0 +1,277 @@
+"""``grantlog.Client``: the decision service (`grantlog serve`) behind the Reasoner's methods.
+
+>>> c = grantlog.Client("http://127.0.0.1:8181", token="...")   # doctest: +SKIP
+>>> c.check("alice", "load_table", "m1.lakehouse.sales.orders")  # doctest: +SKIP
+Decision(allowed=True, reasons=(...), revision=1)
+
+``check``, ``query``, ``ask``, ``list``, ``who``, ``explain``, ``insert``, ``retract``,
+``transaction`` and ``watch`` answer as an embedded :class:`grantlog.Reasoner` does (the same
+``Decision``, ``Answers`` and ``Changes``), so application code can move between embedded and
+remote. The client remembers the highest revision it wrote and passes it as
+``at_least_revision`` on its reads (read-your-writes across the service's workers). Errors the
+server reports come back as :class:`GrantlogError` with the server's diagnostics
+(:class:`RevisionConflict` for a compare-and-set conflict). Needs ``httpx``
+(``pip install 'grantlog[client]'``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from grantlog.engine import ir
+from grantlog.engine.incremental import Change
+from grantlog.engine.reasoner import Answers, Changes, Decision, RevisionConflict
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
+
+
+def _diagnostics(body: Any, status: int) -> list[Diagnostic]:
+    err = body.get("error", {}) if isinstance(body, dict) else {}
+    out = []
+    for d in err.get("diagnostics") or []:
+        span = Span(d.get("file") or "<server>", d.get("line") or 0, d.get("col") or 0,
+                    d.get("end_line") or 0, d.get("end_col") or 0)
+        diag = error(d.get("code", "error"), d.get("message", ""), span, d.get("help"))
+        if d.get("severity") == "warning":
+            diag = Diagnostic(diag.code, diag.message, span, "warning", diag.help)
+        out.append(diag)
+    if not out:
+        out.append(error(err.get("code", f"http-{status}"),
+                         err.get("message", f"the server answered {status}"),
+                         Span("<server>", 0, 0, 0, 0)))
+    return out
+
+
+class RemoteExplanation:
+    """What :meth:`Client.explain` returns: ``holds``, ``to_dict()``, ``to_json()``, and the
+    renderings (``render()``, ``to_dot()``, ``to_mermaid()``) fetched from the server."""
+
+    def __init__(self, client: Client, goal: str, body: dict[str, Any]) -> None:
+        self._client, self.goal = client, goal
+        self.holds: bool = bool(body["holds"])
+        self._tree: dict[str, Any] = body["explanation"]
+        self.revision: int = int(body.get("revision", 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._tree
+
+    def to_json(self) -> str:
+        return json.dumps(self._tree, indent=2, ensure_ascii=False)
+
+    def _fmt(self, fmt: str) -> str:
+        got = self._client._post("/v1/explain", {"goal": self.goal, "format": fmt,
+                                                 "at_least_revision": self.revision})
+        return str(got["explanation"])
+
+    def render(self) -> str:
+        return self._fmt("text")
+
+    def to_dot(self) -> str:
+        return self._fmt("dot")
+
+    def to_mermaid(self) -> str:
+        return self._fmt("mermaid")
+
+
+class RemoteTransaction:
+    """Collects inserts and retracts; sent as one ``/v1/write`` when the block ends."""
+
+    def __init__(self) -> None:
+        self.ops: dict[str, dict[ir.Row, bool]] = {}
+        self.changes = Changes({}, frozenset())
+        self.revision: int | None = None
+
+    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
+        ops = self.ops.setdefault(rel, {})
+        for row in rows:
+            ops[tuple(row)] = True
+
+    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
+        ops = self.ops.setdefault(rel, {})
+        for row in rows:
+            ops[tuple(row)] = False
+
+
+class Client:
+    """A connection (keep-alive) to a grantlog decision service."""
+
+    def __init__(self, url: str, token: str | None = None, timeout: float = 30.0,
+                 **httpx_options: Any) -> None:
+        try:
+            import httpx
+        except ImportError as exc:
+            raise GrantlogError([error(
+                "missing-dependency", f"the client needs httpx ({exc})",
+                Span("<api>", 0, 0, 0, 0), "install it with `pip install 'grantlog[client]'`")
+            ]) from None
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout,
+                                  **httpx_options)
+        self._httpx = httpx
+        #: the highest revision this client wrote or saw (its reads wait for it)
+        self.revision = 0
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _raise(self, resp: Any) -> None:
+        try:
+            body = resp.json()
+        except ValueError:
+            body = {}
+        diags = _diagnostics(body, resp.status_code)
+        if resp.status_code == 409 and diags[0].code == "revision-conflict":
+            actual = body.get("revision", 0)
+            raise RevisionConflict(-1, actual)
+        raise GrantlogError(diags)
+
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        try:
+            resp = self._http.post(path, json=body)
+        except self._httpx.HTTPError as exc:
+            raise GrantlogError([error("service-unavailable", f"cannot reach the service: "
+                                       f"{exc}", Span(str(self._http.base_url), 0, 0, 0, 0))]) \
+                from None
+        if resp.status_code >= 400:
+            self._raise(resp)
+        return resp.json()
+
+    def _seen(self, revision: int) -> None:
+        if revision > self.revision:
+            self.revision = revision
+
+    def _at_least(self, at_least: int | None) -> int:
+        return self.revision if at_least is None else at_least
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def check(self, subject: str, operation: str, resource: str,
+              at_least: int | None = None) -> Decision:
+        got = self._post("/v1/check", {"subject": subject, "operation": operation,
+                                       "resource": resource,
+                                       "at_least_revision": self._at_least(at_least)})
+        if "error" in got:  # the service failed closed
+            raise GrantlogError([error(got["error"].get("code", "error"),
+                                       got["error"].get("message", ""),
+                                       Span("<server>", 0, 0, 0, 0))])
+        self._seen(got["revision"])
+        return Decision(got["allowed"], tuple(got["reasons"]), got["revision"])
+
+    def check_many(self, checks: Sequence[tuple[str, str, str]],
+                   at_least: int | None = None) -> list[Decision]:
+        """Many decisions in one request (the server's batch limit applies)."""
+        got = self._post("/v1/check/batch", {
+            "checks": [{"subject": s, "operation": o, "resource": r} for s, o, r in checks],
+            "at_least_revision": self._at_least(at_least)})
+        rev = got["revision"]
+        return [Decision(x["allowed"], tuple(x["reasons"]), rev) for x in got["results"]]
+
+    def query(self, goal: str, at_least: int | None = None) -> Answers[dict[str, ir.Value]]:
+        got = self._post("/v1/query", {"goal": goal,
+                                       "at_least_revision": self._at_least(at_least)})
+        return Answers(got["answers"], got["revision"])
+
+    def ask(self, goal: str, at_least: int | None = None) -> bool:
+        return bool(self.query(goal, at_least))
+
+    def _stream(self, path: str, body: dict[str, Any], key: str) -> Answers[ir.Value]:
+        out: list[ir.Value] = []
+        revision = 0
+        with self._http.stream("POST", path, json=body) as resp:
+            if resp.status_code >= 400:
+                resp.read()
+                self._raise(resp)
+            for line in resp.iter_lines():
+                if not line:
+                    continue
+                item = json.loads(line)
+                if key in item:
+                    out.append(item[key])
+                else:
+                    revision = item["revision"]
+        return Answers(out, revision)
+
+    def list(self, subject: str, operation: str, type: str | None = None,
+             within: str | None = None, at_least: int | None = None) -> Answers[ir.Value]:
+        body: dict[str, Any] = {"subject": subject, "operation": operation,
+                                "at_least_revision": self._at_least(at_least)}
+        if type is not None:
+            body["type"] = type
+        if within is not None:
+            body["within"] = within
+        return self._stream("/v1/list", body, "resource")
+
+    def who(self, operation: str, resource: str,
+            at_least: int | None = None) -> Answers[ir.Value]:
+        return self._stream("/v1/who", {"operation": operation, "resource": resource,
+                                        "at_least_revision": self._at_least(at_least)},
+                            "subject")
+
+    def explain(self, goal: str) -> RemoteExplanation:
+        body = self._post("/v1/explain", {"goal": goal,
+                                          "at_least_revision": self._at_least(None)})
+        return RemoteExplanation(self, goal, body)
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self, watch: Iterable[str] | str = (),
+                    if_revision: int | None = None) -> Iterator[RemoteTransaction]:
+        """Inserts and retracts sent as one write when the block ends (nothing is sent if it
+        raises); ``tx.changes`` holds the watched relations' changes (default: the server's
+        watched relations), ``tx.revision`` the revision made."""
+        tx = RemoteTransaction()
+        yield tx
+        body: dict[str, Any] = {
+            "insert": {r: [list(row) for row, p in ops.items() if p]
+                       for r, ops in tx.ops.items()},
+            "retract": {r: [list(row) for row, p in ops.items() if not p]
+                        for r, ops in tx.ops.items()}}
+        if watch:
+            body["watch"] = [watch] if isinstance(watch, str) else list(watch)
+        if if_revision is not None:
+            body["if_revision"] = if_revision
+        got = self._post("/v1/write", body)
+        tx.revision = got["revision"]
+        self._seen(got["revision"])
+        tx.changes = Changes({rel: Change({tuple(x) for x in c["gained"]},
+                                          {tuple(x) for x in c["lost"]})
+                              for rel, c in got["changes"].items()},
+                             frozenset(got["changes"]), got["revision"])
+
+    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
+        with self.transaction() as tx:
+            tx.insert(rel, rows)
+        return tx.changes
+
+    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
+        with self.transaction() as tx:
+            tx.retract(rel, rows)
+        return tx.changes
+
+    def watch(self, since: int | None = None, relation: str | None = None,
+              ) -> Iterator[dict[str, Any]]:
+        """Each transaction's gained and lost rows of a watched relation, as they happen:
+        ``{"revision", "relation", "gained", "lost"}`` (an endless iterator)."""
+        params: dict[str, Any] = {"format": "ndjson"}
+        if since is not None:
+            params["since"] = since
+        if relation is not None:
+            params["relation"] = relation
+        with self._http.stream("GET", "/v1/watch", params=params, timeout=None) as resp:
+            if resp.status_code >= 400:
+                resp.read()
+                self._raise(resp)
+            for line in resp.iter_lines():
+                if line.strip():
+                    yield json.loads(line)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -372,3 +372,27 @@ def test_the_python_client_answers_as_the_reasoner(server: dict[str, Any]) -> No
             pytest.raises(grantlog.GrantlogError) as info:
         reader.insert("member", [("x", "y")])
     assert info.value.diagnostics[0].code == "forbidden"
+
+
+def test_the_java_client_against_the_live_server(server: dict[str, Any],
+                                                 tmp_path: Path) -> None:
+    import shutil
+
+    if shutil.which("javac") is None or shutil.which("java") is None:
+        pytest.skip("no `javac`/`java` on PATH: the Java client example needs a JDK 17")
+    src = sorted(str(p) for p in (ROOT / "examples" / "java" / "src").rglob("*.java"))
+    out = tmp_path / "classes"
+    built = subprocess.run(["javac", "--release", "17", "-Xlint:all", "-Werror", "-d", str(out),
+                            *src], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    run = subprocess.run(["java", "-cp", str(out), "io.grantlog.Demo", server["url"], READ,
+                          WRITE], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("check alice load_table ALLOW [load_table")
+    assert lines[1] == "batch ALLOW DENY"
+    rev = int(lines[2].rsplit(" ", 1)[1])
+    assert lines[3] == f"check dave load_table ALLOW at {rev}"
+    assert lines[4].startswith(f"watch revision {rev} gained ") and lines[4].endswith(" lost 0")
+    assert lines[5] == "compare-and-set refused 409 revision-conflict"
+    assert lines[6] == "reader write refused 403 forbidden"

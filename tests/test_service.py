@@ -64,7 +64,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
     (tmp / "tokens").write_text(f"# tokens\n{READ} check\n{WRITE} check,write\n")
     proc, url = _serve(tmp, RULES, "--store", store, "--tokens", str(tmp / "tokens"),
-                       "--max-batch", "100", "--max-body", "200000")
+                       "--max-batch", "100", "--max-body", "200000", "--watch", "allowed")
     program = grantlog.compile(paths=[RULES])
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {READ}"},
                       timeout=30) as client:
@@ -340,6 +340,8 @@ def test_watch_streams_derived_changes_live_and_since(server: dict[str, Any]) ->
     assert first["revision"] == r2 and {tuple(x) for x in first["lost"]} == gained
     assert c.get("/v1/watch", params={"since": 0}).status_code == 410
     assert c.get("/v1/watch", params={"relation": "member"}).status_code == 422
+    # without --watch, a server streams nothing and its writes report no derived changes
+
 
 
 def test_the_python_client_answers_as_the_reasoner(server: dict[str, Any]) -> None:

@@ -31,10 +31,9 @@ def add_parser(sub: Any) -> None:
     sp.add_argument("--ssl-certfile", metavar="FILE", help="serve HTTPS with this certificate")
     sp.add_argument("--ssl-keyfile", metavar="FILE")
     sp.add_argument("--watch", action="append", metavar="REL",
-                    help="a relation whose changes /v1/watch streams and /v1/write reports "
-                    "(repeatable; default: the decision relation)")
-    sp.add_argument("--no-watch", action="store_true",
-                    help="watch nothing (writes then skip computing derived changes)")
+                    help="a relation whose changes /v1/watch streams and /v1/write reports, "
+                    "e.g. allowed (repeatable; default: none, because every write then "
+                    "computes the relation's changes)")
     sp.add_argument("--strict", action="store_true")
     sp.add_argument("--log-level", default="warning")
     sp.set_defaults(fn=cmd_serve)
@@ -63,7 +62,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
     config = Config(rules=rules, store=a.store, tokens=a.tokens,
                     allow_unauthenticated_writes=a.allow_unauthenticated_writes,
                     strict=a.strict, max_body=a.max_body, max_batch=a.max_batch,
-                    watch=[] if a.no_watch else a.watch)
+                    watch=a.watch or [])
     ssl = {"ssl_certfile": a.ssl_certfile, "ssl_keyfile": a.ssl_keyfile} \
         if a.ssl_certfile else {}
     if a.workers == 1:

@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""The decision service over real HTTP on the Gravitino-shaped workload (issue 15).
+
+One run, this machine, 127.0.0.1, keep-alive connections:
+
+* **in-process baseline**: ``Reasoner.check`` on the same store, the same checks;
+* **check over HTTP**: wrk (a C load generator: it leaves the server most of the CPU) with
+  ``--connections`` concurrent connections (16) for ``--seconds``, POSTing /v1/check bodies
+  that cycle through 1,000 sampled checks; p50/p99 and throughput from wrk's latency histogram;
+* **batch**: /v1/check/batch with 10,000 checks, five times (httpx); decisions/s;
+* **write → visible**: /v1/write of one grant, then /v1/check with ``at_least_revision`` until
+  it is allowed; the time from the write's start, median of 100;
+* **mixed load**: wrk with 32 connections for 60 s, 95% checks and 5% writes of distinct
+  facts; errors counted by status; afterwards every acknowledged write must be in the store.
+
+    .venv/bin/python benchmarks/service_bench.py [--size 1000000] [--workers 1] [--write]
+
+wrk comes from the Debian package (`apt-get install wrk`; `make bench-service` installs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import gravitino_workload as gw  # noqa: E402
+import httpx  # noqa: E402
+
+import grantlog  # noqa: E402
+from grantlog.store import open_store  # noqa: E402
+
+RULES = ROOT / "rules" / "gravitino.gl"
+HEADING = "## Decision service over HTTP: Gravitino-shaped workload"
+
+CHECK_LUA = """
+local bodies = {}
+local n = 0
+for line in io.lines("%(checks)s") do n = n + 1; bodies[n] = line end
+local i = 0
+request = function()
+  i = i %% n + 1
+  return wrk.format("POST", "/v1/check", {["Content-Type"] = "application/json",
+                    ["Authorization"] = "Bearer %(token)s"}, bodies[i])
+end
+"""
+
+MIXED_LUA = """
+local bodies = {}
+local n = 0
+for line in io.lines("%(checks)s") do n = n + 1; bodies[n] = line end
+local i = 0
+local w = 0
+local made = 0
+local threads = {}
+-- `tid` is a global each thread's state gets from setup (a `local` would be shared code's
+-- upvalue, the same in every thread, and the threads' rows would collide)
+tid = 0
+setup = function(thread)
+  made = made + 1
+  thread:set("tid", made)
+  table.insert(threads, thread)
+end
+init = function(args)
+  ok_writes = 0
+  bad = 0
+  last_write = false
+end
+request = function()
+  i = i + 1
+  if i %% 20 == 0 then
+    w = w + 1
+    last_write = true
+    local body = string.format(
+      '{"insert": {"member": [["bench_%%d_%%d", "g001"]]}, "watch": []}', tid, w)
+    return wrk.format("POST", "/v1/write", {["Content-Type"] = "application/json",
+                      ["Authorization"] = "Bearer %(token)s"}, body)
+  end
+  last_write = false
+  return wrk.format("POST", "/v1/check", {["Content-Type"] = "application/json",
+                    ["Authorization"] = "Bearer %(token)s"}, bodies[(i %% n) + 1])
+end
+response = function(status, headers, body)
+  if status ~= 200 then bad = bad + 1 end
+  if status == 200 and string.find(body, '"revision"') and string.find(body, '"changes"') then
+    ok_writes = ok_writes + 1
+  end
+end
+done = function(summary, latency, requests)
+  local ok, errs = 0, 0
+  for _, t in ipairs(threads) do
+    ok = ok + t:get("ok_writes")
+    errs = errs + t:get("bad")
+  end
+  io.write(string.format("GRANTLOG ok_writes=%%d non200=%%d\\n", ok, errs))
+end
+"""
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def wrk(url: str, script: Path, connections: int, seconds: int) -> dict[str, Any]:
+    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency",
+                          "-s", str(script), url], capture_output=True, text=True, check=True)
+    text = out.stdout
+    res: dict[str, Any] = {"raw": text}
+
+    def ms(v: str) -> float:
+        for unit, f in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
+            if v.endswith(unit):
+                return float(v[: -len(unit)]) * f
+        return float(v)
+
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in ("50%", "75%", "90%", "99%"):
+            res[f"p{parts[0][:-1]}_ms"] = ms(parts[1])
+        if line.startswith("Requests/sec:"):
+            res["rps"] = float(parts[1])
+        if "requests in" in line:
+            res["requests"] = int(parts[0])
+        if line.startswith("GRANTLOG"):
+            for kv in parts[1:]:
+                k, v = kv.split("=")
+                res[k] = int(v)
+        if "Non-2xx" in line:
+            res["non2xx"] = int(parts[-1])
+        if line.strip().startswith("Socket errors"):
+            res["socket_errors"] = line.strip()
+    res.setdefault("non2xx", 0)
+    return res
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--size", type=int, default=1_000_000)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--connections", type=int, default=16)
+    p.add_argument("--seconds", type=int, default=20)
+    p.add_argument("--mixed-seconds", type=int, default=60)
+    p.add_argument("--write", action="store_true")
+    args = p.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not installed: `apt-get install wrk` (or `make bench-service`)")
+    program = grantlog.compile(paths=[str(RULES)])
+    w = gw.generate(args.size, seed=1)
+    sampler = gw.Sampler(w, seed=3)
+    checks = [sampler.one("load_table") for _ in range(1000)]
+    res: dict[str, Any] = {"size": args.size, "workers": args.workers,
+                           "facts": sum(map(len, w.facts.values())),
+                           "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                           "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                                 capture_output=True, text=True,
+                                                 cwd=ROOT).stdout.strip()}
+    with tempfile.TemporaryDirectory() as tmp_:
+        tmp = Path(tmp_)
+        store = f"sqlite:///{tmp / 'facts.db'}"
+        st = open_store(store, program)
+        with st.writing() as wr:
+            for rel, rows in w.facts.items():
+                wr.load(rel, rows)
+        st.close()
+        log(f"[{args.size:,}] store loaded")
+        # in-process baseline
+        r = grantlog.Reasoner(program, store=store, follow=False)
+        r.check(*checks[0])
+        lat = []
+        for _ in range(5):
+            for c in checks:
+                t0 = time.perf_counter()
+                r.check(*c)
+                lat.append(time.perf_counter() - t0)
+        res["in_process_us"] = {"p50": statistics.median(lat) * 1e6,
+                                "p99": sorted(lat)[int(0.99 * len(lat))] * 1e6}
+        allowed = sum(r.check(*c).allowed for c in checks)
+        flips: list[tuple[str, str, tuple[str, str, str, str]]] = []
+        for u, _, t in checks:  # a SELECT_TABLE grant to a role the user holds flips it
+            if len(flips) == 100 or r.check(u, "load_table", t).allowed:
+                continue
+            for (role,) in ({(x["R"],) for x in r.query(f'holds("{u}", R)')}):
+                row = (role, "select_table", t, "allow")
+                with r.transaction() as tx:
+                    tx.insert("privilege", [row])
+                ok = r.check(u, "load_table", t).allowed
+                r.retract("privilege", [row])
+                if ok:
+                    flips.append((u, t, row))
+                    break
+        r.close()
+        del r
+        log(f"  in-process check p50 {res['in_process_us']['p50']:.1f} us "
+            f"({allowed} of 1000 allowed)")
+        token = "bench-writer-token-0123456789"
+        (tmp / "tokens").write_text(f"{token} check,write\n")
+        (tmp / "checks.jsonl").write_text("".join(
+            json.dumps({"subject": s, "operation": o, "resource": x}) + "\n"
+            for s, o, x in checks))
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        env = {**os.environ, "GRANTLOG_TOKENS": "", "PYTHONHASHSEED": "0"}
+        server = subprocess.Popen(
+            [sys.executable, "-m", "grantlog.cli", "serve", str(RULES), "--store", store,
+             "--port", str(port), "--workers", str(args.workers), "--tokens",
+             str(tmp / "tokens")], env=env, stderr=open(tmp / "serve.log", "wb"))  # noqa: SIM115
+        try:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                try:
+                    if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.2)
+            with httpx.Client(base_url=url, timeout=60) as c:  # warm every worker
+                for s, o, x in checks[:200]:
+                    c.post("/v1/check", json={"subject": s, "operation": o, "resource": x})
+            log("  server ready")
+            script = tmp / "check.lua"
+            script.write_text(CHECK_LUA % {"checks": tmp / "checks.jsonl", "token": token})
+            res["check"] = wrk(url, script, args.connections, args.seconds)
+            log(f"  check over HTTP: p50 {res['check'].get('p50_ms')} ms, p99 "
+                f"{res['check'].get('p99_ms')} ms, {res['check'].get('rps')} req/s")
+            hdr = {"Authorization": f"Bearer {token}"}
+            with httpx.Client(base_url=url, timeout=120, headers=hdr) as c:
+                batch = [{"subject": s, "operation": o, "resource": x}
+                         for s, o, x in (checks * 10)]
+                times = []
+                for _ in range(5):
+                    t0 = time.perf_counter()
+                    got = c.post("/v1/check/batch", json={"checks": batch})
+                    times.append(time.perf_counter() - t0)
+                    assert got.status_code == 200, got.text
+                res["batch"] = {"checks": len(batch), "s_median": statistics.median(times),
+                                "decisions_per_s": len(batch) / statistics.median(times)}
+                log(f"  batch: {res['batch']['decisions_per_s']:,.0f} decisions/s")
+                vis = []
+                missed = 0
+                for u, t, row in flips:  # each grant allows a check that was denied
+                    t0 = time.perf_counter()
+                    rev = c.post("/v1/write", json={"insert": {"privilege": [list(row)]},
+                                                    "watch": []}).json()["revision"]
+                    d = c.post("/v1/check", json={"subject": u, "operation": "load_table",
+                                                  "resource": t,
+                                                  "at_least_revision": rev}).json()
+                    vis.append(time.perf_counter() - t0)
+                    missed += not d["allowed"]
+                    c.post("/v1/write", json={"retract": {"privilege": [list(row)]},
+                                              "watch": []})
+                res["write_visible_missed"] = missed
+                res["write_visible_ms"] = {"p50": statistics.median(vis) * 1e3,
+                                           "p90": sorted(vis)[int(0.9 * len(vis))] * 1e3,
+                                           "n": len(vis)}
+                log(f"  write -> visible p50 {res['write_visible_ms']['p50']:.2f} ms")
+                before = c.get("/v1/policy").json()["revision"]
+            script = tmp / "mixed.lua"
+            script.write_text(MIXED_LUA % {"checks": tmp / "checks.jsonl", "token": token})
+            res["mixed"] = wrk(url, script, 32, args.mixed_seconds)
+            time.sleep(1)
+            check = grantlog.Reasoner(program, store=store, follow=False)
+            stored = sum(1 for m, _ in check.rows("member") if m.startswith("bench_"))
+            res["mixed"]["stored_writes"] = stored
+            res["mixed"]["revisions"] = check.revision - before
+            check.close()
+            log(f"  mixed: {res['mixed'].get('rps')} req/s, non-200 "
+                f"{res['mixed'].get('non200')}, acknowledged writes "
+                f"{res['mixed'].get('ok_writes')}, stored {stored}")
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    for k in ("check", "mixed"):
+        res[k].pop("raw", None)
+    res["overhead_ratio"] = res["check"]["p50_ms"] * 1e3 / res["in_process_us"]["p50"]
+    (HERE / "service_results.json").write_text(json.dumps(res, indent=2))
+    text = table(res)
+    print(text)
+    if args.write:
+        write_results(text)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def table(r: dict[str, Any]) -> str:
+    c, m = r["check"], r["mixed"]
+    return "\n".join([
+        HEADING, "",
+        f"Run {r['when']} at `{r['git']}` (`.venv/bin/python benchmarks/service_bench.py "
+        f"--workers {r['workers']} --write`): {r['size']:,} tables ({r['facts']:,} base facts) "
+        "in a SQLite store, `grantlog serve` with "
+        f"{r['workers']} worker(s) on 127.0.0.1, wrk on the same 2-core machine.", "",
+        "| measure | figure |", "|---|---|",
+        f"| in-process `Reasoner.check` p50 / p99 | {r['in_process_us']['p50']:.1f} / "
+        f"{r['in_process_us']['p99']:.1f} µs |",
+        f"| /v1/check over HTTP, 16 connections: p50 / p90 / p99 | {c.get('p50_ms')} / "
+        f"{c.get('p90_ms')} / {c.get('p99_ms')} ms |",
+        f"| /v1/check throughput ({c.get('non2xx', 0)} non-2xx) | {c.get('rps', 0):,.0f} "
+        "requests/s |",
+        f"| overhead against in-process (p50 ratio) | {r['overhead_ratio']:.0f}× |",
+        f"| /v1/check/batch, {r['batch']['checks']:,} checks | "
+        f"{r['batch']['decisions_per_s']:,.0f} decisions/s |",
+        f"| /v1/write of a grant → the next check allows (p50 / p90, "
+        f"{r['write_visible_ms']['n']} grants, {r['write_visible_missed']} not allowed) | "
+        f"{r['write_visible_ms']['p50']:.2f} / {r['write_visible_ms']['p90']:.2f} ms |",
+        f"| mixed 60 s, 32 connections (95% checks, 5% writes) | {m.get('rps', 0):,.0f} req/s, "
+        f"{m.get('non200', 0)} non-200, {m.get('ok_writes', 0):,} writes acknowledged, "
+        f"{m.get('stored_writes', 0):,} stored |", ""])
+
+
+def write_results(text: str) -> None:
+    path = HERE / "RESULTS.md"
+    old = path.read_text(encoding="utf-8")
+    if HEADING in old:
+        start = old.index(HEADING)
+        nxt = old.find("\n## ", start + len(HEADING))
+        old = old[:start] + (old[nxt + 1:] if nxt >= 0 else "")
+    path.write_text(old.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

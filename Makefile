@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev-spark-peers
 
-.PHONY: demo test lint typecheck unit bench clean install
+.PHONY: demo test lint typecheck unit bench bench-store bench-service clean install
 
 # the dev tools, the Spark extra (pyspark, graphframes-py) and the peer engines: `make test`
 # runs the Spark tests and checks the peers of the benchmarks against the oracle
@@ -48,6 +48,14 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/datalog_bench.py
 	$(BIN)/python benchmarks/incremental_bench.py
 	$(BIN)/python benchmarks/peers_bench.py
+
+## The durable store (issue 14) and the decision service over HTTP (issue 15, needs wrk).
+bench-store: $(STAMP)
+	$(BIN)/python benchmarks/store_bench.py --write
+
+bench-service: $(STAMP)
+	command -v wrk >/dev/null || apt-get install -y wrk
+	$(BIN)/python benchmarks/service_bench.py --write
 
 clean:
 	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache .hypothesis .typecheck

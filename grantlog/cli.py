@@ -454,6 +454,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_store_parser(sub)
     add_serve_parser(sub)
 
+    from grantlog.service.replay import add_parser as add_logs_parser
+
+    add_logs_parser(sub)
+
     sp = sub.add_parser("models", help="list the shipped models")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_models)

@@ -41,7 +41,8 @@ def test_dependencies_point_one_way() -> None:
 
 def test_import_grantlog_does_not_import_pyspark() -> None:
     code = ("import sys, grantlog, grantlog.cli; assert 'pyspark' not in sys.modules, 'pyspark'; "
-            "assert not {'psycopg', 'pyarrow', 'starlette', 'uvicorn'} & set(sys.modules), "
+            "assert not {'psycopg', 'pyarrow', 'starlette', 'uvicorn', 'orjson', 'httpx'} "
+            "& set(sys.modules), "
             "'lazy'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -398,3 +398,51 @@ def test_the_java_client_against_the_live_server(server: dict[str, Any],
     assert lines[4].startswith(f"watch revision {rev} gained ") and lines[4].endswith(" lost 0")
     assert lines[5] == "compare-and-set refused 409 revision-conflict"
     assert lines[6] == "reader write refused 403 forbidden"
+
+
+def test_decision_logs_and_their_replay(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    store = f"sqlite:///{tmp_path / 'log.db'}"
+    from grantlog.cli import main
+
+    assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
+    capsys.readouterr()
+    log = tmp_path / "decisions.jsonl"
+    proc, url = _serve(tmp_path, RULES, "--store", store, "--decision-log", str(log))
+    try:
+        with httpx.Client(base_url=url, timeout=30) as c:
+            for s, o, res in CASES:
+                c.post("/v1/check", json={"subject": s, "operation": o, "resource": res},
+                       headers={"X-Request-Id": f"req-{s}"})
+            c.post("/v1/check", json={"subject": "alice", "operation": "load_table",
+                                      "resource": "m1.lakehouse.sales.orders",
+                                      "explain": True})
+            c.post("/v1/check/batch", json={"checks": [
+                {"subject": s, "operation": o, "resource": res} for s, o, res in CASES]},
+                headers={"X-Request-Id": "batch"})
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    entries = [orjson.loads(x) for x in log.read_text().splitlines()]
+    assert len(entries) == 2 * len(CASES) + 1
+    first = entries[0]
+    assert first["request_id"] == "req-alice" and first["endpoint"] == "check"
+    assert first["input"] == {"subject": "alice", "operation": "load_table",
+                              "resource": "m1.lakehouse.sales.orders"}
+    assert first["result"]["allowed"] is True and first["result"]["reasons"]
+    assert first["policy"] == grantlog.compile(paths=[RULES]).digest
+    assert first["revision"] == 1 and first["latency_us"] > 0 and first["time"].endswith("Z")
+    assert [e["request_id"] for e in entries[-len(CASES):]] == [
+        f"batch/{i}" for i in range(len(CASES))]
+    # replay under rules where a DENY grant no longer wins: carol's denial would change
+    new = tmp_path / "new.gl"
+    old = "allow_applies(U, P, O), not denied(U, P, O)."
+    assert old in Path(RULES).read_text()
+    new.write_text(Path(RULES).read_text().replace(old, "allow_applies(U, P, O)."))
+    code = main(["logs", "replay", str(log), "--rules", str(new), "--store", store])
+    out = capsys.readouterr().out
+    assert code == 1 and "DENY -> ALLOW allowed(carol, load_table" in out
+    assert f"{len(entries)} replayed" in out and "would change" in out
+    # the same rules: nothing changes
+    assert main(["logs", "replay", str(log), "--rules", RULES, "--store", store]) == 0
+    assert "0 would change" in capsys.readouterr().out

@@ -37,6 +37,7 @@ from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 from grantlog.reasoner import Reasoner
 
 from . import auth, metrics
+from .decisionlog import DecisionLog
 from .openapi import document
 
 #: the environment variable that carries the configuration to worker processes
@@ -61,6 +62,11 @@ class Config:
     watch: list[str] | None = None
     #: transactions the watch feed keeps for ``since=`` in the past
     feed: int = 10_000
+    #: decision log: a file (rotated by size) or ``-`` for stdout; None: no log
+    decision_log: str | None = None
+    decision_log_sample: float = 1.0
+    decision_log_mask: list[str] | None = None
+    decision_log_max_bytes: int = 100 * 2**20
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -119,6 +125,11 @@ class Service:
             if config.store else Reasoner(self.program, watch=self.watched)
         self.metrics = metrics.Metrics()
         self.started = time.time()
+        self.dlog: DecisionLog | None = None
+        if config.decision_log:
+            self.dlog = DecisionLog(config.decision_log, config.decision_log_sample,
+                                    config.decision_log_mask, config.decision_log_max_bytes,
+                                    self.program.digest)
         # the watch feed: recent transactions' changes of the watched relations, and the
         # queues of the open /v1/watch streams (filled from whichever thread applied them)
         self._feed_lock = threading.Lock()
@@ -279,14 +290,21 @@ async def check(svc: Service, request: Request) -> Response:
     s, o, r = (_str(data, k) for k in ("subject", "operation", "resource"))
     assert s is not None and o is not None and r is not None
     at_least = _int(data, "at_least_revision")
+    t0 = time.perf_counter()
     if (at_least is not None and at_least > svc.reasoner.revision) or data.get("explain"):
         out = await run_in_threadpool(_decide, svc, s, o, r, at_least)
         if data.get("explain"):
             goal = ir.show_atom(svc.decision, (s, o, r))
             ex = await run_in_threadpool(svc.reasoner.explain, goal)
             out["explanation"] = ex.to_dict()
-        return JSON(out)
-    return JSON(_decide(svc, s, o, r, None))  # the hot path: no thread hop
+    else:
+        out = _decide(svc, s, o, r, None)  # no thread hop
+    if svc.dlog is not None:
+        svc.dlog.log("check", svc.dlog.request_id(request.headers),
+                     {"subject": s, "operation": o, "resource": r},
+                     {k: v for k, v in out.items() if k != "explanation"}, t0,
+                     out["revision"])
+    return JSON(out)
 
 
 @endpoint("check_batch", "check")
@@ -311,9 +329,15 @@ async def check_batch(svc: Service, request: Request) -> Response:
     def run() -> dict[str, Any]:
         if at_least is not None:
             svc.reasoner.wait_for(at_least)
+        t0 = time.perf_counter()
         results = [_decide(svc, s, o, r, None) for s, o, r in triples]
         revision = max((x["revision"] for x in results), default=svc.reasoner.revision)
-        for x in results:
+        dlog = svc.dlog
+        rid = dlog.request_id(request.headers) if dlog is not None else ""
+        for i, ((s, o, r), x) in enumerate(zip(triples, results, strict=True)):
+            if dlog is not None:
+                dlog.log("check_batch", f"{rid}/{i}", {"subject": s, "operation": o,
+                                                       "resource": r}, x, t0, x["revision"])
             del x["revision"]
         return {"results": results, "revision": revision}
 
@@ -616,8 +640,13 @@ class FastCheck:
                     data = None
         if (type(data) is dict and len(data) == 3 and type(data.get("subject")) is str
                 and type(data.get("operation")) is str and type(data.get("resource")) is str):
-            out = orjson.dumps(_decide(svc, data["subject"], data["operation"],
-                                       data["resource"], None))
+            decided = _decide(svc, data["subject"], data["operation"], data["resource"], None)
+            if svc.dlog is not None:
+                rid = next((v.decode("latin-1") for k, v in scope["headers"]
+                            if k == b"x-request-id"), None)
+                svc.dlog.log("check", rid[:200] if rid else svc.dlog.request_id(None),
+                             data, decided, t0, decided["revision"])
+            out = orjson.dumps(decided)
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"application/json"),
                                     (b"content-length", str(len(out)).encode())]})

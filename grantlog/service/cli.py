@@ -34,6 +34,15 @@ def add_parser(sub: Any) -> None:
                     help="a relation whose changes /v1/watch streams and /v1/write reports, "
                     "e.g. allowed (repeatable; default: none, because every write then "
                     "computes the relation's changes)")
+    sp.add_argument("--decision-log", metavar="PATH",
+                    help="log every decision as a JSON line to PATH (rotated by size) or - "
+                    "(stdout)")
+    sp.add_argument("--decision-log-sample", type=float, default=1.0, metavar="RATE",
+                    help="the share of decisions logged (0..1, default 1)")
+    sp.add_argument("--decision-log-mask", action="append", metavar="FIELD",
+                    help="a field written as *** (e.g. input.subject); repeatable")
+    sp.add_argument("--decision-log-max-bytes", type=int, default=100 * 2**20,
+                    metavar="BYTES", help="rotate the log file at this size (5 kept)")
     sp.add_argument("--strict", action="store_true")
     sp.add_argument("--log-level", default="warning")
     sp.set_defaults(fn=cmd_serve)
@@ -62,7 +71,13 @@ def cmd_serve(a: argparse.Namespace) -> int:
     config = Config(rules=rules, store=a.store, tokens=a.tokens,
                     allow_unauthenticated_writes=a.allow_unauthenticated_writes,
                     strict=a.strict, max_body=a.max_body, max_batch=a.max_batch,
-                    watch=a.watch or [])
+                    watch=a.watch or [], decision_log=a.decision_log,
+                    decision_log_sample=a.decision_log_sample,
+                    decision_log_mask=a.decision_log_mask,
+                    decision_log_max_bytes=a.decision_log_max_bytes)
+    if not 0.0 <= a.decision_log_sample <= 1.0:
+        raise GrantlogError([error("bad-option", "--decision-log-sample is a share from 0 to 1",
+                                   here)])
     ssl = {"ssl_certfile": a.ssl_certfile, "ssl_keyfile": a.ssl_keyfile} \
         if a.ssl_certfile else {}
     if a.workers == 1:

@@ -446,3 +446,89 @@ def test_decision_logs_and_their_replay(tmp_path: Path,
     # the same rules: nothing changes
     assert main(["logs", "replay", str(log), "--rules", RULES, "--store", store]) == 0
     assert "0 would change" in capsys.readouterr().out
+
+
+def _children(pid: int) -> list[int]:
+    """The server's worker processes (not multiprocessing's resource tracker)."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                cmd = Path(f"/proc/{child}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"resource_tracker" not in cmd:
+                out.append(int(child))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to find "
+                    "the worker processes")
+def test_a_killed_worker_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    import signal
+    import threading
+
+    store = f"sqlite:///{tmp_path / 'kill.db'}"
+    from grantlog.cli import main
+
+    assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
+    proc, url = _serve(tmp_path, RULES, "--store", store, "--workers", "2",
+                       "--allow-unauthenticated-writes")
+    acked: list[str] = []
+    revisions: list[int] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            try:  # a new connection each time: the kill may take the old one's worker
+                got = httpx.post(url + "/v1/write", timeout=10,
+                                 json={"insert": {"member": [[f"k{i}", "analysts"]]}})
+            except httpx.HTTPError:
+                continue
+            if got.status_code == 200:
+                acked.append(f"k{i}")
+                revisions.append(got.json()["revision"])
+
+    try:
+        deadline = time.monotonic() + 30
+        while len(_children(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = _children(proc.pid)
+        assert len(workers) == 2
+        t = threading.Thread(target=writer, daemon=True)
+        t.start()
+        time.sleep(1.0)
+        os.kill(workers[0], signal.SIGKILL)
+        # the other worker keeps answering meanwhile
+        for _ in range(20):
+            got = httpx.post(url + "/v1/check", timeout=10, json={
+                "subject": "alice", "operation": "load_table",
+                "resource": "m1.lakehouse.sales.orders"})
+            assert got.status_code == 200 and got.json()["allowed"]
+        time.sleep(1.0)
+        stop.set()
+        t.join(timeout=30)
+        deadline = time.monotonic() + 60  # uvicorn starts a new worker, which catches up
+        while time.monotonic() < deadline:
+            alive = _children(proc.pid)
+            if len(alive) == 2 and workers[0] not in alive:
+                break
+            time.sleep(0.2)
+        alive = _children(proc.pid)
+        assert len(alive) == 2 and workers[0] not in alive, "no new worker replaced the dead"
+        last = max(revisions)
+        for _ in range(20):  # whichever worker answers, it has applied every write
+            got = httpx.post(url + "/v1/check", timeout=30, json={
+                "subject": "alice", "operation": "load_table",
+                "resource": "m1.lakehouse.sales.orders", "at_least_revision": last})
+            assert got.status_code == 200 and got.json()["revision"] >= last
+    finally:
+        stop.set()
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert len(acked) > 10
+    with grantlog.Reasoner(grantlog.compile(paths=[RULES]), store=store) as r:
+        stored = {u for u, _ in r.rows("member")}
+    assert set(acked) <= stored, "an acknowledged write was lost"

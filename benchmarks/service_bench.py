@@ -38,6 +38,7 @@ sys.path.insert(0, str(HERE))
 
 import gravitino_workload as gw  # noqa: E402
 import httpx  # noqa: E402
+from results_md import replace_section  # noqa: E402
 
 import grantlog  # noqa: E402
 from grantlog.store import open_store  # noqa: E402
@@ -345,13 +346,7 @@ def table(r: dict[str, Any]) -> str:
 
 
 def write_results(text: str) -> None:
-    path = HERE / "RESULTS.md"
-    old = path.read_text(encoding="utf-8")
-    if HEADING in old:
-        start = old.index(HEADING)
-        nxt = old.find("\n## ", start + len(HEADING))
-        old = old[:start] + (old[nxt + 1:] if nxt >= 0 else "")
-    path.write_text(old.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+    replace_section(HEADING, text)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import gravitino_workload as gw  # noqa: E402
+from results_md import replace_section  # noqa: E402
 
 import grantlog  # noqa: E402
 from grantlog.store import ingest, open_store  # noqa: E402
@@ -309,13 +310,7 @@ def table(res: dict[str, Any]) -> str:
 
 
 def write_results(text: str) -> None:
-    path = HERE / "RESULTS.md"
-    old = path.read_text(encoding="utf-8")
-    if HEADING in old:
-        start = old.index(HEADING)
-        nxt = old.find("\n## ", start + len(HEADING))
-        old = old[:start] + (old[nxt + 1:] if nxt >= 0 else "")
-    path.write_text(old.rstrip("\n") + "\n\n" + text, encoding="utf-8")
+    replace_section(HEADING, text)
 
 
 def main() -> None:

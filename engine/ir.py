@@ -7,7 +7,7 @@ facts with their origin, strata in evaluation order, and the `test` blocks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from grantlog.grammar.diagnostics import Diagnostic, Span
@@ -173,6 +173,27 @@ class Program:
     @property
     def derived(self) -> set[str]:
         return {r.head.rel for r in self.rules}
+
+
+def column_problem(relation: Relation, row: Sequence[object], start: int = 0) -> str | None:
+    """What is wrong with the values of a row (from column ``start`` on) against the
+    relation's declared column types (None: nothing)."""
+    cols = zip(relation.columns[start:], relation.types[start:], row, strict=False)
+    for col, typ, v in cols:
+        if (typ == "int" and not isinstance(v, int)) or (
+                typ == "string" and not isinstance(v, str)):
+            return f"column `{col}` of `{relation.name}` is {typ}, got {v!r}"
+    return None
+
+
+def row_problem(relation: Relation, row: Row) -> str | None:
+    """What is wrong with a base fact given at run time (None: nothing): its arity, a value
+    that is not a string or an integer, a declared column type."""
+    if len(row) != relation.arity:
+        return f"`{relation.name}` takes {relation.arity} values, got {len(row)}: {row!r}"
+    if not all(isinstance(v, str | int) and not isinstance(v, bool) for v in row):
+        return f"values must be strings or integers: {row!r}"
+    return column_problem(relation, row)
 
 
 def value_key(v: Value) -> tuple[int, Value]:

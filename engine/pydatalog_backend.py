@@ -397,17 +397,7 @@ class PyDatalogReasoner:
         out: list[ir.Row] = []
         for raw in rows:
             row = tuple(raw)
-            problem = None
-            if len(row) != r.arity:
-                problem = f"`{rel}` takes {r.arity} values, got {len(row)}: {row!r}"
-            elif not all(isinstance(v, str | int) and not isinstance(v, bool) for v in row):
-                problem = f"values must be strings or integers: {row!r}"
-            else:
-                for col, typ, v in zip(r.columns, r.types, row, strict=True):
-                    if (typ == "int" and not isinstance(v, int)) or (
-                            typ == "string" and not isinstance(v, str)):
-                        problem = f"column `{col}` of `{rel}` is {typ}, got {v!r}"
-                        break
+            problem = ir.row_problem(r, row)
             if problem:
                 raise GrantlogError([error("bad-fact", problem, _API)])
             out.append(row)

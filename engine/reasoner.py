@@ -134,10 +134,6 @@ def _atom_args(lit: ir.Lit) -> tuple[ir.Term, ...]:
     return atom.args if isinstance(atom, ir.Atom) else ()
 
 
-def _value_ok(v: object) -> bool:
-    return isinstance(v, str | int) and not isinstance(v, bool)
-
-
 #: the evaluators behind ``Reasoner(program, backend=...)``
 BACKENDS = ("memory", "pydatalog")
 
@@ -239,17 +235,7 @@ class Reasoner:
         out: list[ir.Row] = []
         for raw in rows:
             row = tuple(raw)
-            problem = None
-            if len(row) != r.arity:
-                problem = f"`{rel}` takes {r.arity} values, got {len(row)}: {row!r}"
-            elif not all(_value_ok(v) for v in row):
-                problem = f"values must be strings or integers: {row!r}"
-            else:
-                for col, typ, v in zip(r.columns, r.types, row, strict=True):
-                    if (typ == "int" and not isinstance(v, int)) or (
-                            typ == "string" and not isinstance(v, str)):
-                        problem = f"column `{col}` of `{rel}` is {typ}, got {v!r}"
-                        break
+            problem = ir.row_problem(r, row)
             if problem:
                 raise GrantlogError([error("bad-fact", problem, Span("<api>", 0, 0, 0, 0))])
             out.append(row)
@@ -302,11 +288,9 @@ class Reasoner:
         with self._lock:
             initial = self._initial
             if self._db is not None or initial is None:
-                delta: Delta = {}
-                for rel, rs in rows.items():
+                for rel in rows:
                     self._relation(rel)
-                    delta[rel] = set(rs)
-                ins, _ = self._delta({r: dict.fromkeys(rs, True) for r, rs in delta.items()})
+                ins, _ = self._delta({rel: dict.fromkeys(rs, True) for rel, rs in rows.items()})
                 self._apply(ins, {}, self._watch, revision)
                 return
             for rel, rs in rows.items():

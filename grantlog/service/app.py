@@ -138,7 +138,8 @@ class Service:
         self.feed_floor = self.reasoner.revision
         self.watchers: set[tuple[asyncio.AbstractEventLoop, asyncio.Queue[dict[str, Any]]]] \
             = set()
-        self.reasoner.listeners.append(self._on_change)
+        if self.watched:  # nothing to feed otherwise
+            self.reasoner.listeners.append(self._on_change)
 
     def _on_change(self, changes: Any) -> None:
         entry = {"revision": changes.revision,
@@ -251,7 +252,7 @@ def endpoint(name: str, scope: str | None) -> Callable[[Handler], Callable[[Requ
                                     else "error", str(exc.diagnostics[0].message
                                                       if exc.diagnostics else exc),
                                     exc.diagnostics, revision=svc.reasoner.revision)
-            svc.metrics.latency.labels(name).observe(time.perf_counter() - t0)
+            svc.metrics.latency_of(name).observe(time.perf_counter() - t0)
             return response
 
         handle.__name__ = fn.__name__
@@ -271,15 +272,15 @@ def _decide(svc: Service, subject: str, operation: str, resource: str,
     except GrantlogError as exc:
         if exc.diagnostics and exc.diagnostics[0].code == "revision-timeout":
             raise
-        svc.metrics.decisions.labels("error").inc()
+        svc.metrics.decided["error"].inc()
         return {"allowed": False, "reasons": [], "revision": svc.reasoner.revision,
                 "error": {"code": exc.diagnostics[0].code if exc.diagnostics else "error",
                           "message": str(exc)}}
     except Exception as exc:  # fail closed, whatever went wrong
-        svc.metrics.decisions.labels("error").inc()
+        svc.metrics.decided["error"].inc()
         return {"allowed": False, "reasons": [], "revision": svc.reasoner.revision,
                 "error": {"code": "internal-error", "message": f"{type(exc).__name__}: {exc}"}}
-    svc.metrics.decisions.labels("allow" if d.allowed else "deny").inc()
+    svc.metrics.decided["allow" if d.allowed else "deny"].inc()
     return {"allowed": d.allowed, "reasons": list(d.reasons), "revision": d.revision}
 
 
@@ -651,7 +652,7 @@ class FastCheck:
                         "headers": [(b"content-type", b"application/json"),
                                     (b"content-length", str(len(out)).encode())]})
             await send({"type": "http.response.body", "body": out})
-            svc.metrics.latency.labels("check").observe(time.perf_counter() - t0)
+            svc.metrics.latency_of("check").observe(time.perf_counter() - t0)
             return
         sent = False
 

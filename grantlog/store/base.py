@@ -38,11 +38,6 @@ Delta = dict[str, set[ir.Row]]
 #: a transaction writing this many rows refreshes the planner's statistics
 ANALYZE_AFTER = 10_000
 
-META = (
-    "grantlog_head", "grantlog_relations", "grantlog_log", "grantlog_revisions",
-)
-
-
 def store_error(code: str, message: str, url: str, help: str | None = None) -> GrantlogError:
     return GrantlogError([error(code, message, Span(url, 0, 0, 0, 0), help)])
 
@@ -201,10 +196,6 @@ class Store(ABC):
 
     @abstractmethod
     def _load(self, cur: Any, t: schema.Table, rows: Iterable[ir.Row], revision: int) -> int: ...
-
-    @abstractmethod
-    def _decode(self, t: schema.Table) -> Any:
-        """A function from a fetched row to the fact's row (None: rows come out as they are)."""
 
     @abstractmethod
     def _notify(self, cur: Any, revision: int) -> None: ...
@@ -372,13 +363,11 @@ class Store(ABC):
     def _fetch_all(self, cur: Any, t: schema.Table) -> list[ir.Row]:
         cols = ", ".join(q(c) for c in t.columns) or "present"
         cur.execute(f"SELECT {cols} FROM {q(t.name)}")
-        rows = cur.fetchall()
+        rows: list[ir.Row] = cur.fetchall()  # tuples of str and int in both drivers (jsonb
+        # values come back as str or int)
         if not t.columns:
             return [()] if rows else []
-        dec = self._decode(t)
-        if dec is None:
-            return rows if isinstance(rows[0] if rows else (), tuple) else list(map(tuple, rows))
-        return list(map(dec, rows))
+        return rows
 
     def since(self, revision: int) -> list[Revision]:
         """The transactions committed after ``revision``, in commit order."""

@@ -20,9 +20,10 @@ A directory stands for the files in it. Each row is checked against the program'
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +71,12 @@ def _problem(program: ir.Program, rel: str, row: tuple[Any, ...]) -> str | None:
             f" (did you mean `{close[0]}`?)" if close else "")
     if len(row) != r.arity:
         return f"`{rel}` takes {r.arity} values, got {len(row)}"
-    for col, typ, v in zip(r.columns, r.types, row, strict=True):
+    for i, v in enumerate(row):  # column by column, as a reader meets them
         if not isinstance(v, str | int) or isinstance(v, bool):
             return f"values must be strings or integers, got {v!r}"
-        if (typ == "int" and not isinstance(v, int)) or (typ == "string"
-                                                         and not isinstance(v, str)):
-            return f"column `{col}` of `{rel}` is {typ}, got {v!r}"
+        problem = ir.column_problem(r, row[i:i + 1], i)
+        if problem:
+            return problem
     return None
 
 
@@ -195,7 +196,7 @@ def read_csv(path: str, program: ir.Program, relation: str | None = None) -> Row
             return {r.name: []}
         data: Iterable[list[str]] = reader
         if tuple(first) != r.columns:
-            data = _chain([first], reader)
+            data = itertools.chain([first], reader)
         n = r.arity
         if not ints:
             for row in data:
@@ -220,11 +221,6 @@ def read_csv(path: str, program: ir.Program, relation: str | None = None) -> Row
                                    Span(path, reader.line_num, 1, reader.line_num, 2)))
     errs.raise_if_any()
     return {r.name: rows}
-
-
-def _chain(first: list[list[str]], rest: Iterator[list[str]]) -> Iterator[list[str]]:
-    yield from first
-    yield from rest
 
 
 def read_jsonl(path: str, program: ir.Program, relation: str | None = None) -> Rows:

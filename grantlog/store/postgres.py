@@ -146,9 +146,6 @@ class PostgresStore(Store):
     def _column_type(self, kind: str) -> str:
         return {"string": "TEXT", "int": "BIGINT"}.get(kind, "JSONB")
 
-    def _decode(self, t: schema.Table) -> Any:
-        return None  # text, bigint and jsonb come back as str and int
-
     def _params(self, t: schema.Table) -> tuple[str, Any]:
         """VALUES placeholders and a function encoding a row for them (jsonb as JSON text)."""
         anys = [i for i, k in enumerate(t.kinds) if k == "any"]

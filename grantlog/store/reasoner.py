@@ -206,10 +206,11 @@ class StoredReasoner(Reasoner):
             pol = self._policy.get(rel, set())
             new = set(rows.get(rel, ()))
             have = {r for r in self._stored(rel) if r not in pol}
-            if new - pol - have:
-                mem_ins[rel] = new - pol - have
-            if have - new:
-                mem_dels[rel] = have - new
+            added, removed = new - pol - have, have - new
+            if added:
+                mem_ins[rel] = added
+            if removed:
+                mem_dels[rel] = removed
         self._note_overlap(rows)
         self._apply(mem_ins, mem_dels, self._watch, rev)
 

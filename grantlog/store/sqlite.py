@@ -123,9 +123,6 @@ class SqliteStore(Store):
     def _without_rowid(self) -> str:
         return " WITHOUT ROWID"
 
-    def _decode(self, t: schema.Table) -> Any:
-        return None
-
     def _marks(self, t: schema.Table) -> str:
         return ", ".join("?" * len(t.columns))
 

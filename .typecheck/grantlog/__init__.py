@@ -1,1 +1,0 @@
-/work/main/grantlog/__init__.py

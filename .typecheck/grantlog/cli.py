@@ -1,1 +1,0 @@
-/work/main/grantlog/cli.py

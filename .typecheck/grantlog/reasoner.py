@@ -1,1 +1,0 @@
-/work/main/grantlog/reasoner.py

@@ -14,6 +14,7 @@ carrying the error (fail closed), never an allow and never a 500.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import gc
 import json
@@ -368,8 +369,6 @@ def _page(values: list[Any], data: dict[str, Any]) -> tuple[list[Any], str | Non
         key = ir.row_key(after) if isinstance(after, list) else ir.value_key(after)
         keys = [ir.row_key(v) if isinstance(v, tuple | list) else ir.value_key(v)
                 for v in values]
-        import bisect
-
         start = bisect.bisect_right(keys, key)
     if limit is None:
         return values[start:], None

@@ -206,13 +206,15 @@ def cmd_log(a: argparse.Namespace) -> int:
             st.open(program)
         else:
             st.attach()
-        rev, hor = st.head()
-        since = hor if a.since is None else a.since
-        txs = st.since(since)
-        meta = {r[0]: r for r in st.revisions(since)}
         now: tuple[int, dict[str, list[ir.Row]]] | None = None
-        if a.derived is not None:
+        if a.derived is not None:  # first: the replay undoes the log back from these facts
             now = st.snapshot()
+        rev, hor = st.head()
+        if now is not None:
+            rev = now[0]  # a transaction committed since the snapshot is not shown
+        since = hor if a.since is None else a.since
+        txs = [t for t in st.since(since) if t.revision <= rev]
+        meta = {r[0]: r for r in st.revisions(since)}
     finally:
         st.close()
     derived: dict[int, Any] = {}

@@ -111,7 +111,7 @@ def measure_store(kind: str, url: str, program: Any, w: Any, first: tuple[str, s
     res: dict[str, Any] = {"store": kind}
     gc.collect()
     t0 = time.perf_counter()
-    st = open_store(url, program, policy=program.digest)
+    st = open_store(url, program)
     with st.writing() as wr:
         for rel, rows in w.facts.items():
             wr.load(rel, rows)

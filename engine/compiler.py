@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from grantlog.grammar import ast
@@ -22,8 +22,13 @@ def compile_program(
     filename: str = "<input>",
     strict: bool = False,
     search_path: Sequence[Path] | None = None,
+    files: Mapping[str, str] | None = None,
+    disk: bool = True,
 ) -> ir.Program:
     """Compile rule text and/or files into a checked :class:`ir.Program`.
+
+    ``files`` holds texts by path, read instead of the disk (uploaded policies, editor
+    buffers); with ``disk=False`` nothing else is read but the shipped models.
 
     Raises :class:`GrantlogError` carrying every error found (and the warnings); on success the
     warnings are in ``program.warnings``.
@@ -32,7 +37,7 @@ def compile_program(
         raise GrantlogError([error("no-input", "nothing to compile: give rule text or paths",
                                    _nowhere())])
     loaded = load(text, [str(p) for p in paths], filename,
-                  list(search_path) if search_path is not None else None)
+                  list(search_path) if search_path is not None else None, files, disk)
     if any(d.severity == "error" for d in loaded.diagnostics):
         raise GrantlogError(loaded.diagnostics, loaded.sources)
     unit = Unit(loaded.modules, strict=strict)

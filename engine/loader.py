@@ -1,8 +1,15 @@
-"""Reading rule files: paths and directories, `import` resolution, cycle detection."""
+"""Reading rule files: paths and directories, `import` resolution, cycle detection.
+
+Texts can come from memory instead of the disk (``files``: a policy uploaded to the decision
+service, an editor's unsaved buffers): a path found there is read from there, and with
+``disk=False`` a relative import must be one of them (only the shipped models are still read
+from the search path).
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,8 +78,12 @@ def read_source(path: str, span: Span | None = None) -> tuple[str, Diagnostic | 
 
 
 class _Loader:
-    def __init__(self, search_path: list[Path]) -> None:
+    def __init__(self, search_path: list[Path], files: Mapping[str, str] | None = None,
+                 disk: bool = True) -> None:
         self.search_path = search_path
+        #: texts by normalized path, read instead of the disk
+        self.files = {os.path.normpath(k): v for k, v in (files or {}).items()}
+        self.disk = disk
         self.out = Loaded()
         self.done: set[str] = set()
         self.stack: list[tuple[str, str]] = []  # (realpath, shown name)
@@ -81,11 +92,20 @@ class _Loader:
         self._module(text, name, os.path.realpath(name) if os.path.exists(name) else name,
                      base_dir)
 
+    def _real(self, path: str) -> str:
+        norm = os.path.normpath(path)
+        return norm if norm in self.files else os.path.realpath(path)
+
+    def _exists(self, path: str, disk: bool = True) -> bool:
+        return os.path.normpath(path) in self.files or (disk and os.path.isfile(path))
+
     def load_file(self, path: str, span: Span | None = None) -> None:
-        real = os.path.realpath(path)
+        real = self._real(path)
         if real in self.done:
             return
-        text, diag = read_source(path, span)
+        norm = os.path.normpath(path)
+        text, diag = (self.files[norm], None) if norm in self.files else \
+            read_source(path, span)
         if diag is not None:
             self.out.diagnostics.append(diag)
             return
@@ -110,9 +130,9 @@ class _Loader:
     def _import(self, st: ast.Import, base_dir: str) -> None:
         candidates = [os.path.normpath(os.path.join(base_dir, st.path))]
         candidates += [str(d / st.path) for d in self.search_path]
-        for cand in candidates:
-            if os.path.isfile(cand):
-                real = os.path.realpath(cand)
+        for i, cand in enumerate(candidates):
+            if self._exists(cand, disk=self.disk or i > 0):
+                real = self._real(cand)
                 on_stack = [n for r, n in self.stack]
                 reals = [r for r, n in self.stack]
                 if real in reals:
@@ -136,11 +156,23 @@ def load(
     paths: list[str],
     filename: str,
     search_path: list[Path] | None = None,
+    files: Mapping[str, str] | None = None,
+    disk: bool = True,
 ) -> Loaded:
-    loader = _Loader(search_path if search_path is not None else default_search_path())
-    files, diags = expand_paths(paths)
-    loader.out.diagnostics.extend(diags)
-    for f in files:
+    loader = _Loader(search_path if search_path is not None else default_search_path(),
+                     files, disk)
+    roots: list[str] = []
+    for p in paths:
+        if os.path.normpath(p) in loader.files:
+            roots.append(p)
+        elif not disk:
+            loader.out.diagnostics.append(error(
+                "file-not-found", f"`{p}` is not among the given files", _file_span(p)))
+        else:
+            found, diags = expand_paths([p])
+            roots.extend(found)
+            loader.out.diagnostics.extend(diags)
+    for f in roots:
         loader.out.roots.append(f)
         loader.load_file(f)
     if text is not None:

@@ -546,6 +546,18 @@ class Reasoner:
         with self._read():
             return set(self._context().F[rel])
 
+    def base_facts(self) -> dict[str, set[ir.Row]]:
+        """Every base fact by relation, the rule files' and the inserted ones (not what rules
+        derive): what a reasoner for other rules would start from."""
+        with self._read():
+            db = self._database()
+            out = {rel: set(rows) for rel, rows in self._base.items() if rows}
+            for rel in self._base_only:
+                rows = db.full[rel]
+                if rows:
+                    out[rel] = set(rows)
+            return out
+
     def all_rows(self) -> dict[str, set[ir.Row]]:
         with self._read():
             ctx = self._context()

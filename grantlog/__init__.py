@@ -15,7 +15,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from grantlog.client import Client
@@ -32,13 +32,17 @@ def compile(
     paths: Sequence[str | Path] = (),
     filename: str = "<input>",
     strict: bool = False,
+    files: Mapping[str, str] | None = None,
+    disk: bool = True,
 ) -> Program:
     """Compile rule text and/or `.gl` files (directories are searched for `.gl` files).
 
     Raises :class:`GrantlogError` with every diagnostic found. ``strict`` turns warnings about
-    relations that are never declared, defined or given facts into errors.
+    relations that are never declared, defined or given facts into errors. ``files`` maps
+    paths to texts read instead of the disk (an uploaded policy, an editor's buffers); with
+    ``disk=False`` nothing else is read but the shipped models.
     """
-    return compile_program(text, paths, filename, strict)
+    return compile_program(text, paths, filename, strict, files=files, disk=disk)
 
 
 __all__ = [

@@ -274,7 +274,7 @@ def cmd_import(a: argparse.Namespace) -> int:
         model = model_path("gravitino")
         assert model is not None
         program = compile_program(None, [str(model)])
-        st = open_store(a.store, program, policy=program.digest)
+        st = open_store(a.store, program)
         try:
             with st.writing() as w:
                 added = sum(w.load(rel, [tuple(r) for r in rows])

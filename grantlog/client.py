@@ -17,7 +17,8 @@ server reports come back as :class:`GrantlogError` with the server's diagnostics
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -115,7 +116,7 @@ class Client:
 
     # -- plumbing -------------------------------------------------------------------------------
 
-    def _raise(self, resp: Any) -> None:
+    def _raise(self, resp: Any, sources: dict[str, str] | None = None) -> None:
         try:
             body = resp.json()
         except ValueError:
@@ -124,17 +125,22 @@ class Client:
         if resp.status_code == 409 and diags[0].code == "revision-conflict":
             actual = body.get("revision", 0)
             raise RevisionConflict(-1, actual)
-        raise GrantlogError(diags)
+        raise GrantlogError(diags, sources or {})
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
+        return self._call("POST", path, body)
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
+              params: dict[str, str] | None = None,
+              sources: dict[str, str] | None = None) -> Any:
         try:
-            resp = self._http.post(path, json=body)
+            resp = self._http.request(method, path, json=body, params=params)
         except self._httpx.HTTPError as exc:
             raise GrantlogError([error("service-unavailable", f"cannot reach the service: "
                                        f"{exc}", Span(str(self._http.base_url), 0, 0, 0, 0))]) \
                 from None
         if resp.status_code >= 400:
-            self._raise(resp)
+            self._raise(resp, sources)
         return resp.json()
 
     def _seen(self, revision: int) -> None:
@@ -266,6 +272,34 @@ class Client:
             for line in resp.iter_lines():
                 if line.strip():
                     yield json.loads(line)
+
+    # -- the policy -----------------------------------------------------------------------------
+
+    def policy(self, sources: bool = False) -> dict[str, Any]:
+        """The served rule files and their hash (``GET /v1/policy``; with their texts)."""
+        got: dict[str, Any] = self._call("GET", "/v1/policy",
+                                         params={"sources": "true"} if sources else None)
+        return got
+
+    def set_policy(self, files: Mapping[str, str] | Iterable[str | os.PathLike[str]],
+                   if_hash: str | None = None) -> dict[str, Any]:
+        """Replace the served rules (``PUT /v1/policy``, the ``admin`` scope): ``files`` maps
+        names to texts, or lists paths, read here and named relative to their common folder
+        (so their imports of one another resolve). Raises :class:`GrantlogError` with the
+        server's diagnostics, rendered against these texts, if the rules do not compile; the
+        old policy then keeps serving."""
+        if isinstance(files, Mapping):
+            texts = dict(files)
+        else:
+            paths = [os.path.abspath(p) for p in files]
+            base = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else ""
+            texts = {os.path.relpath(p, base).replace(os.sep, "/"):
+                     open(p, encoding="utf-8").read() for p in paths}  # noqa: SIM115
+        body: dict[str, Any] = {"files": texts}
+        if if_hash is not None:
+            body["if_hash"] = if_hash
+        got: dict[str, Any] = self._call("PUT", "/v1/policy", body, sources=texts)
+        return got
 
     def close(self) -> None:
         self._http.close()

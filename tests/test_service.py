@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from httpserver import serve
 
 import grantlog
 from grantlog.service import auth
@@ -23,34 +23,6 @@ RULES = str(ROOT / "rules" / "gravitino.gl")
 FACTS = str(ROOT / "examples" / "gravitino" / "facts.gl")
 READ = "reader-token-0123456789"
 WRITE = "writer-token-0123456789"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _serve(tmp: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "grantlog.cli", "serve", "--port", str(port), *extra],
-        stdout=subprocess.DEVNULL, stderr=open(tmp / f"serve-{port}.log", "wb"),  # noqa: SIM115
-        env={**os.environ, "GRANTLOG_TOKENS": ""})
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError((tmp / f"serve-{port}.log").read_text())
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("the server did not start")
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +35,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
 
     assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
     (tmp / "tokens").write_text(f"# tokens\n{READ} check\n{WRITE} check,write\n")
-    proc, url = _serve(tmp, RULES, "--store", store, "--tokens", str(tmp / "tokens"),
+    proc, url = serve(tmp, RULES, "--store", store, "--tokens", str(tmp / "tokens"),
                        "--max-batch", "100", "--max-body", "200000", "--watch", "allowed")
     program = grantlog.compile(paths=[RULES])
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {READ}"},
@@ -274,7 +246,7 @@ def test_several_workers_share_the_store(tmp_path: Path) -> None:
     from grantlog.cli import main
 
     assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
-    proc, url = _serve(tmp_path, RULES, "--store", store, "--workers", "2",
+    proc, url = serve(tmp_path, RULES, "--store", store, "--workers", "2",
                        "--allow-unauthenticated-writes")
     try:
         with httpx.Client(base_url=url, timeout=30) as c:
@@ -408,7 +380,7 @@ def test_decision_logs_and_their_replay(tmp_path: Path,
     assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
     capsys.readouterr()
     log = tmp_path / "decisions.jsonl"
-    proc, url = _serve(tmp_path, RULES, "--store", store, "--decision-log", str(log))
+    proc, url = serve(tmp_path, RULES, "--store", store, "--decision-log", str(log))
     try:
         with httpx.Client(base_url=url, timeout=30) as c:
             for s, o, res in CASES:
@@ -472,7 +444,7 @@ def test_a_killed_worker_loses_no_acknowledged_write(tmp_path: Path) -> None:
     from grantlog.cli import main
 
     assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
-    proc, url = _serve(tmp_path, RULES, "--store", store, "--workers", "2",
+    proc, url = serve(tmp_path, RULES, "--store", store, "--workers", "2",
                        "--allow-unauthenticated-writes")
     acked: list[str] = []
     revisions: list[int] = []

@@ -163,6 +163,31 @@ def test_schema_changes(store_url: str, program: grantlog.Program) -> None:
         assert "audit" not in r.store.tables
 
 
+def test_installed_policies_are_kept_in_order(store_url: str,
+                                              program: grantlog.Program) -> None:
+    st = open_store(store_url, program)
+    try:
+        assert st.policy() is None and st.policy_serial() == 0
+        first = st.put_policy(program)
+        assert (first.serial, first.hash, first.revision) == (1, program.digest, 0)
+        with grantlog.Reasoner(program, store=st, follow=False) as r:
+            r.insert("banned", [("eve",)])
+        v2 = grantlog.compile(RULES + "rel audit(who: string).\n", filename="v2.gl")
+        st.open(v2)
+        with pytest.raises(grantlog.GrantlogError) as info:
+            st.put_policy(v2, if_hash="0" * 16)
+        assert info.value.diagnostics[0].code == "policy-conflict"
+        second = st.put_policy(v2, if_hash=program.digest)
+        got = st.policy()
+        assert got == second and (got.serial, got.revision) == (2, 1)
+        assert got.roots == ["v2.gl"] and got.sources == {"v2.gl": v2.sources["v2.gl"]}
+        assert st.policy_serial() == 2 and st.head() == (1, 0)  # not a transaction
+        again = grantlog.compile(None, paths=got.roots, files=got.sources, disk=False)
+        assert again.digest == v2.digest
+    finally:
+        st.close()
+
+
 def test_compaction_bounds_the_log_and_followers_reload(store_url: str,
                                                         program: grantlog.Program) -> None:
     with grantlog.Reasoner(program, store=store_url, follow=False) as w, \

@@ -33,11 +33,12 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from grantlog.engine import ir
-from grantlog.engine.compiler import compile_program
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 from grantlog.reasoner import Reasoner
+from grantlog.store import StoredPolicy
+from grantlog.store.reasoner import StoredReasoner
 
-from . import auth, metrics
+from . import auth, metrics, policy
 from .decisionlog import DecisionLog
 from .openapi import document
 
@@ -68,6 +69,9 @@ class Config:
     decision_log_sample: float = 1.0
     decision_log_mask: list[str] | None = None
     decision_log_max_bytes: int = 100 * 2**20
+    #: install ``rules`` in the store as its policy when starting (the command line's process;
+    #: the workers it starts read the store's newest policy instead)
+    install: bool = True
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -98,9 +102,12 @@ def _diag(d: Diagnostic) -> dict[str, Any]:
 
 
 def _problem(status: int, code: str, message: str,
-             diagnostics: list[Diagnostic] | None = None, **extra: Any) -> JSON:
+             diagnostics: list[Diagnostic] | None = None, rendered: str | None = None,
+             **extra: Any) -> JSON:
     body: dict[str, Any] = {"error": {"code": code, "message": message,
                                       "diagnostics": [_diag(d) for d in diagnostics or []]}}
+    if rendered is not None:  # as the CLI prints them: file:line:col, the line, a caret
+        body["error"]["rendered"] = rendered
     body.update(extra)
     return JSON(body, status_code=status)
 
@@ -115,15 +122,12 @@ class Service:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.tokens = auth.load(config.tokens, config.allow_unauthenticated_writes)
-        self.program = compile_program(None, config.rules, strict=config.strict)
+        self.program, self.serial = policy.initial(config.rules, config.store, config.install,
+                                                   config.strict)
         self.decision = self.program.decision
         self.watched = list(config.watch or [])
-        for rel in self.watched:
-            if rel not in self.program.relations:
-                raise GrantlogError([error("unknown-relation", f"relation `{rel}` does not "
-                                           "exist", _here("<command line>"))])
-        self.reasoner = Reasoner(self.program, watch=self.watched, store=config.store) \
-            if config.store else Reasoner(self.program, watch=self.watched)
+        check_watched(self.program, self.watched, "<command line>")
+        self.reasoner = self._reasoner(self.program)
         self.metrics = metrics.Metrics()
         self.started = time.time()
         self.dlog: DecisionLog | None = None
@@ -141,6 +145,108 @@ class Service:
             = set()
         if self.watched:  # nothing to feed otherwise
             self.reasoner.listeners.append(self._on_change)
+        # policy changes: one at a time; writes wait while the reasoners are swapped
+        self._policy_lock = threading.Lock()
+        self.write_gate = threading.Lock()
+        #: the last policy this worker failed to switch to (serial, error)
+        self.policy_error: tuple[int, str] | None = None
+        self._watcher: policy.Watcher | None = None
+        if config.store:
+            self._watcher = policy.Watcher(config.store, lambda: self.serial, self.follow_policy,
+                                           self._policy_failed)
+            self._watcher.start()
+
+    def _reasoner(self, program: ir.Program) -> Reasoner:
+        r = Reasoner(program, watch=self.watched, store=self.config.store) \
+            if self.config.store else Reasoner(program, watch=self.watched)
+        try:
+            r.check("", "", "")  # evaluate the materialized relations now, not on a request
+        except BaseException:
+            r.close()
+            raise
+        return r
+
+    # -- the policy ----------------------------------------------------------------------------
+
+    def replace_policy(self, program: ir.Program, if_hash: str | None = None,
+                       serial: int | None = None) -> dict[str, Any]:
+        """Serve ``program`` instead of the current policy: a reasoner for it is built beside
+        the serving one (which keeps answering), the policy is installed in the store (unless
+        ``serial``: another worker installed it), then the two are swapped. Any error leaves
+        the old policy serving."""
+        check_watched(program, self.watched, "<request>")
+        with self._policy_lock:
+            old = self.reasoner
+            previous = self.program.digest
+            if if_hash is not None and if_hash != previous and not self.config.store:
+                raise policy.conflict(if_hash, previous)
+            if self.config.store:
+                new = self._reasoner(program)  # checks the store fits; old keeps serving
+                assert isinstance(new, StoredReasoner)
+                try:
+                    if serial is None:
+                        serial = new.store.put_policy(program, if_hash).serial
+                    with self.write_gate:
+                        new.sync()
+                        self._swap(old, new, program, serial)
+                except BaseException:
+                    new.close()
+                    raise
+            else:
+                with self.write_gate:  # no store: the run-time facts move to the new reasoner
+                    facts = policy.carried_facts(old, program)
+                    new = self._reasoner(program)
+                    new.seed(facts, old.revision)
+                    self._swap(old, new, program, 0)
+            self.policy_error = None
+        old.close()
+        # the old reasoner's rows were frozen out of the collector's sight: let it free them
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+        return {"hash": program.digest, "previous": previous, "files": program.files,
+                "serial": self.serial, "revision": new.revision,
+                "warnings": [_diag(d) for d in program.warnings]}
+
+    def _swap(self, old: Reasoner, new: Reasoner, program: ir.Program, serial: int) -> None:
+        if self.watched:
+            old.listeners.remove(self._on_change)
+            new.listeners.append(self._on_change)
+        self.reasoner, self.program, self.decision, self.serial = \
+            new, program, program.decision, serial
+        if self.dlog is not None:
+            self.dlog.policy = program.digest
+        self.metrics.policy_changes.inc()
+        event = {"policy": program.digest, "revision": new.revision}
+        with self._feed_lock:
+            for loop, queue in list(self.watchers):
+                loop.call_soon_threadsafe(queue.put_nowait, event)
+
+    def follow_policy(self, stored: StoredPolicy) -> None:
+        """Another worker installed ``stored`` in the store: serve it too."""
+        if stored.serial <= self.serial or (self.policy_error is not None
+                                            and self.policy_error[0] >= stored.serial):
+            return  # served already, or failed already (wait for a newer one)
+        try:
+            program = policy.from_store(stored, self.config.strict)
+            self.replace_policy(program, serial=stored.serial)
+        except GrantlogError as exc:
+            self.policy_error = (stored.serial, str(exc))
+            raise
+
+    def _policy_failed(self, exc: Exception) -> None:
+        if isinstance(exc, GrantlogError) and exc.diagnostics and \
+                exc.diagnostics[0].code.startswith("store-"):
+            self.metrics.store_errors.inc()
+        else:
+            self.metrics.policy_errors.inc()
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop.set()
+        self.reasoner.close()
+        if self.dlog is not None:
+            self.dlog.close()
 
     def _on_change(self, changes: Any) -> None:
         entry = {"revision": changes.revision,
@@ -207,6 +313,14 @@ class Service:
             raise BadRequest(403, "forbidden", why)
 
 
+def check_watched(program: ir.Program, watched: list[str], where: str) -> None:
+    """Every watched relation must exist in ``program``."""
+    missing = [rel for rel in watched if rel not in program.relations]
+    if missing:
+        raise GrantlogError([error("unknown-relation", f"relation `{rel}` does not exist "
+                                   "(it is watched: --watch)", _here(where)) for rel in missing])
+
+
 def _str(data: dict[str, Any], key: str, required: bool = True) -> str | None:
     v = data.get(key)
     if v is None and not required:
@@ -244,15 +358,17 @@ def endpoint(name: str, scope: str | None) -> Callable[[Handler], Callable[[Requ
             except BadRequest as exc:
                 response = _problem(exc.status, exc.code, exc.message, exc.diagnostics)
             except GrantlogError as exc:
-                status = {"revision-conflict": 409, "revision-timeout": 504}.get(
-                    exc.diagnostics[0].code if exc.diagnostics else "", 422)
-                if exc.diagnostics and exc.diagnostics[0].code.startswith("store-"):
+                code = exc.diagnostics[0].code if exc.diagnostics else "error"
+                status = {"revision-conflict": 409, "policy-conflict": 409,
+                          "revision-timeout": 504}.get(code, 422)
+                if code.startswith("store-") and code != "store-schema-mismatch":
                     status = 503
                     svc.metrics.store_errors.inc()
-                response = _problem(status, exc.diagnostics[0].code if exc.diagnostics
-                                    else "error", str(exc.diagnostics[0].message
+                response = _problem(status, code, str(exc.diagnostics[0].message
                                                       if exc.diagnostics else exc),
-                                    exc.diagnostics, revision=svc.reasoner.revision)
+                                    exc.diagnostics,
+                                    str(exc) if exc.sources else None,
+                                    revision=svc.reasoner.revision)
             svc.metrics.latency_of(name).observe(time.perf_counter() - t0)
             return response
 
@@ -466,7 +582,8 @@ async def write(svc: Service, request: Request) -> Response:
         raise BadRequest(422, "bad-request", "`watch` must be a list of relation names")
 
     def run() -> dict[str, Any]:
-        with svc.reasoner.transaction(watch=watch, if_revision=if_revision) as tx:
+        with svc.write_gate, svc.reasoner.transaction(watch=watch,
+                                                      if_revision=if_revision) as tx:
             for rel, rows in dels.items():
                 tx.retract(rel, rows)
             for rel, rows in ins.items():
@@ -506,10 +623,30 @@ async def relation_rows(svc: Service, request: Request) -> Response:
 
 
 @endpoint("policy", "check")
-async def policy(svc: Service, request: Request) -> Response:
-    """GET /v1/policy: the loaded rule files and their hash"""
-    return JSON({"files": svc.program.files, "hash": svc.program.digest,
-                 "decision": svc.decision, "revision": svc.reasoner.revision})
+async def get_policy(svc: Service, request: Request) -> Response:
+    """GET /v1/policy?sources=true: the loaded rule files, their hash (and their texts)"""
+    program = svc.program
+    out = {"files": program.files, "hash": program.digest, "serial": svc.serial,
+           "decision": program.decision, "revision": svc.reasoner.revision}
+    if request.query_params.get("sources") in ("1", "true", "yes"):
+        out["sources"] = program.sources
+    if svc.policy_error is not None:
+        out["error"] = {"serial": svc.policy_error[0], "message": svc.policy_error[1]}
+    return JSON(out)
+
+
+@endpoint("policy_put", "admin")
+async def put_policy(svc: Service, request: Request) -> Response:
+    """PUT /v1/policy {files: {NAME: TEXT}, roots?: [NAME], if_hash?}: compiled and checked,
+    then served by every worker; on any error the old policy keeps serving (422 with the
+    diagnostics, 409 when ``if_hash`` is not the current hash)"""
+    data = await svc.body(request)
+    if_hash = _str(data, "if_hash", False)
+
+    def run() -> dict[str, Any]:
+        return svc.replace_policy(policy.from_upload(data, svc.config.strict), if_hash)
+
+    return JSON(await run_in_threadpool(run))
 
 
 #: seconds between keep-alive comments on an idle watch stream
@@ -533,6 +670,11 @@ async def watch(svc: Service, request: Request) -> Response:
     backlog, queue = svc.subscribe(since)
 
     def event(entry: dict[str, Any]) -> bytes:
+        if "policy" in entry:  # the rules changed (live streams only; not a transaction)
+            body = orjson.dumps(entry)
+            if sse:
+                return b"event: policy\ndata: " + body + b"\n\n"
+            return body + b"\n"
         body = orjson.dumps({"revision": entry["revision"], "relation": rel,
                              **entry["changes"][rel]})
         if sse:
@@ -551,7 +693,9 @@ async def watch(svc: Service, request: Request) -> Response:
                 except TimeoutError:
                     yield b": keep-alive\n\n" if sse else b"\n"
                     continue
-                if entry["revision"] > last:
+                if "policy" in entry:
+                    yield event(entry)
+                elif entry["revision"] > last:
                     last = entry["revision"]
                     yield event(entry)
         finally:
@@ -669,9 +813,8 @@ def create_app(config: Config) -> FastCheck:
     """The ASGI application for ``config`` (compiles the rules and opens the store now): the
     Starlette application behind the :class:`FastCheck` path."""
     service = Service(config)
-    service.reasoner.check("", "", "")  # evaluate the materialized relations now, not on a
-    # request; then move the loaded heap out of the collector's sight, as a long-running
-    # service should: full collections would rescan millions of rows and pause every request
+    # move the loaded heap out of the collector's sight, as a long-running service should:
+    # full collections would rescan millions of rows and pause every request
     gc.collect()
     gc.freeze()
     app = Starlette(routes=[
@@ -684,7 +827,8 @@ def create_app(config: Config) -> FastCheck:
         Route("/v1/write", write, methods=["POST"]),
         Route("/v1/watch", watch, methods=["GET"]),
         Route("/v1/relations/{rel}", relation_rows, methods=["GET"]),
-        Route("/v1/policy", policy, methods=["GET"]),
+        Route("/v1/policy", get_policy, methods=["GET"]),
+        Route("/v1/policy", put_policy, methods=["PUT"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),

@@ -1,4 +1,8 @@
-"""``grantlog serve RULES... [--store URL] [--host H] [--port P] [--workers N] [--tokens F]``."""
+"""``grantlog serve [RULES...] [--store URL] [--host H] [--port P] [--workers N] [--tokens F]``.
+
+With a store, RULES are installed in it as its policy when the server starts (workers and
+restarted workers read the store's newest policy, which ``PUT /v1/policy`` replaces); without
+RULES the store's newest policy is served."""
 
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 def add_parser(sub: Any) -> None:
     sp = sub.add_parser("serve", help="the decision service over HTTP/JSON (docs/service.md)",
                         description="serve decisions over HTTP/JSON (docs/service.md)")
-    sp.add_argument("rules", nargs="*", metavar="RULES", help="rule files (or directories)")
+    sp.add_argument("rules", nargs="*", metavar="RULES",
+                    help="rule files (or directories); with --store, optional: the store's "
+                    "policy (installed by an earlier start or PUT /v1/policy) is served")
     sp.add_argument("--model", "-m", help="a shipped model (see `grantlog models`)")
     sp.add_argument("--store", "-s", metavar="URL",
                     help="the facts' store (needed with more than one worker)")
@@ -52,7 +58,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from .app import CONFIG_ENV, Config, create_app
+        from .app import CONFIG_ENV, Config, check_watched, create_app
     except ImportError as exc:
         raise GrantlogError([error("missing-dependency", f"the service needs its extra ({exc})",
                                    Span("<command line>", 0, 0, 0, 0),
@@ -60,8 +66,10 @@ def cmd_serve(a: argparse.Namespace) -> int:
             from None
     from grantlog.cli import _inputs
 
+    from . import policy
+
     here = Span("<command line>", 0, 0, 0, 0)
-    rules = _inputs(a, a.rules)
+    rules = _inputs(a, a.rules) if a.rules or a.model or not a.store else []
     if a.workers < 1:
         raise GrantlogError([error("bad-option", "--workers must be at least 1", here)])
     if a.workers > 1 and not a.store:
@@ -82,16 +90,21 @@ def cmd_serve(a: argparse.Namespace) -> int:
         if a.ssl_certfile else {}
     if a.workers == 1:
         app = create_app(config)  # errors in the rules or the store surface here, exit 2
-        sys.stderr.write(f"grantlog serve: {len(rules)} rule files, policy "
-                         f"{app.state.service.program.digest}, listening on "
+        program = app.state.service.program
+        sys.stderr.write(f"grantlog serve: {len(program.files)} rule files, policy "
+                         f"{program.digest}, listening on "
                          f"http{'s' if ssl else ''}://{a.host}:{a.port}\n")
         uvicorn.run(app, host=a.host, port=a.port, log_level=a.log_level,
                     access_log=False, **ssl)
         return 0
-    create_app(config)  # check the rules and the store before starting the workers
+    # install the rules in the store (or find its policy) before starting the workers, which
+    # read the store's newest policy: errors in the rules or the store surface here, exit 2
+    program, _ = policy.initial(rules, a.store, True, a.strict)
+    check_watched(program, config.watch or [], "<command line>")
+    config.install = False
     os.environ[CONFIG_ENV] = config.to_env()
-    sys.stderr.write(f"grantlog serve: {a.workers} workers on http{'s' if ssl else ''}://"
-                     f"{a.host}:{a.port}\n")
+    sys.stderr.write(f"grantlog serve: {a.workers} workers, policy {program.digest}, on "
+                     f"http{'s' if ssl else ''}://{a.host}:{a.port}\n")
     uvicorn.run("grantlog.service.app:from_env", factory=True, host=a.host, port=a.port,
                 workers=a.workers, log_level=a.log_level, access_log=False,
                 **ssl)

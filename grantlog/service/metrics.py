@@ -26,6 +26,11 @@ class Metrics:
                          "worker (at the last readiness check)", registry=self.registry)
         self.store_errors = Counter("grantlog_store_errors", "store failures seen",
                                     registry=self.registry)
+        self.policy_changes = Counter("grantlog_policy_changes", "policies this worker "
+                                      "switched to", registry=self.registry)
+        self.policy_errors = Counter("grantlog_policy_errors", "policies this worker failed "
+                                     "to compile or load (it kept the old one)",
+                                     registry=self.registry)
         #: the labelled children, bound once (``labels()`` takes a lock and a dict lookup on
         #: every call, and checks are the hot path)
         self.decided = {result: self.decisions.labels(result)

@@ -19,8 +19,8 @@ _ANSWERS = {"description": "NDJSON (one `{resource|subject: value}` per line, th
 
 
 def _post(summary: str, required: list[str], props: dict[str, Any],
-          ok: dict[str, Any], scope: str = "check") -> dict[str, Any]:
-    return {"post": {
+          ok: dict[str, Any], scope: str = "check", method: str = "post") -> dict[str, Any]:
+    return {method: {
         "summary": summary, "security": [{"bearer": [scope]}],
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
             "type": "object", "required": required, "properties": props}}}},
@@ -35,6 +35,14 @@ _ERRORS = {code: {"description": what, "content": {"application/json": {"schema"
                               ("422", "bad input: the diagnostics say what"),
                               ("503", "the store is unavailable"),
                               ("504", "`at_least_revision` not reached in time"))}
+
+
+_POLICY = {"files": {"type": "object", "additionalProperties": _STR,
+                     "description": "relative file names (`.gl`) to their texts; an import "
+                                    "names another of them or a shipped model"},
+           "roots": {"type": "array", "items": _STR,
+                     "description": "the files to compile (default: all)"},
+           "if_hash": _STR}
 
 
 def _json(schema: dict[str, Any], what: str = "ok") -> dict[str, Any]:
@@ -103,8 +111,16 @@ def document() -> dict[str, Any]:
                                       "content": {"text/event-stream": {"schema": _STR}}},
                               "410": _json(_ERROR, "`since` is older than the feed"),
                               **_ERRORS}}},
-            "/v1/policy": {"get": {"summary": "the loaded rule files and their hash",
-                                   "responses": {"200": _json({"type": "object"})}}},
+            "/v1/policy": {
+                "get": {"summary": "the served rule files, their hash and serial (and texts)",
+                        "security": [{"bearer": ["check"]}],
+                        "parameters": [{"name": "sources", "in": "query",
+                                        "schema": {"type": "boolean"}}],
+                        "responses": {"200": _json({"type": "object"})}},
+                **_post("replace the rule files: compiled and checked first, then served by "
+                        "every worker; on any error the old policy keeps serving (409: "
+                        "`if_hash` is not the current hash)", ["files"], _POLICY,
+                        _json({"type": "object"}), scope="admin", method="put")},
             "/healthz": {"get": {"summary": "the process answers",
                                  "responses": {"200": _json({"type": "object"})}}},
             "/readyz": {"get": {"summary": "policy loaded, store reachable, caught up",

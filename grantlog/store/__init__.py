@@ -19,11 +19,10 @@ import os
 from grantlog.engine import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
-from .base import Revision, Store, Writer, store_error
+from .base import Revision, Store, StoredPolicy, Writer, store_error
 
 
-def open_store(url: str, program: ir.Program | None = None, create: bool = True,
-               policy: str = "") -> Store:
+def open_store(url: str, program: ir.Program | None = None, create: bool = True) -> Store:
     """Open the store at ``url`` (``sqlite:///path.db``, ``postgresql://...``). With
     ``program``, create its tables (``create``) or check that the store fits it."""
     if url.startswith("sqlite:"):
@@ -43,11 +42,11 @@ def open_store(url: str, program: ir.Program | None = None, create: bool = True,
                           "use sqlite:///path/facts.db or postgresql://user@host/db")
     if program is not None:
         try:
-            st.open(program, policy)
+            st.open(program)
         except GrantlogError:
             st.close()
             raise
     return st
 
 
-__all__ = ["Revision", "Store", "Writer", "open_store"]
+__all__ = ["Revision", "Store", "StoredPolicy", "Writer", "open_store"]

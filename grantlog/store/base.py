@@ -12,6 +12,9 @@ Tables (``T`` is a relation's table, grantlog/store/schema.py):
 * ``grantlog_log(revision, relation, sign, row)``: append-only, one row per fact a transaction
   added (+1) or removed (-1), net; ``row`` is the fact's values as a JSON array.
 * ``grantlog_revisions(revision, committed_at, added, removed)``: one row per transaction.
+* ``grantlog_policies(serial, hash, roots, sources, set_at, revision)``: the rule files a
+  decision service installed (:meth:`Store.put_policy`), newest last; ``grantlog_head.policy``
+  is the newest one's hash. Every worker of a service serves the newest.
 
 A write transaction (:meth:`Store.writing`) locks the head, returns the log since the
 caller's revision (so the caller catches up inside the same database transaction), then
@@ -76,6 +79,20 @@ def group(entries: Iterable[tuple[int, str, int, str]]) -> list[Revision]:
         side = out[-1].added if sign > 0 else out[-1].removed
         side.setdefault(rel, set()).add(decode_row(text))
     return out
+
+
+@dataclass(frozen=True)
+class StoredPolicy:
+    """A policy installed in a store: its rule files' texts, as compiled when it was set."""
+
+    serial: int
+    hash: str
+    #: the rule files named on the command line or uploaded (imports are among ``sources``)
+    roots: list[str]
+    sources: dict[str, str]
+    set_at: float
+    #: the store's revision when it was installed
+    revision: int
 
 
 class Listener(ABC):
@@ -228,6 +245,9 @@ class Store(ABC):
             f"CREATE TABLE IF NOT EXISTS grantlog_revisions (revision {big} PRIMARY KEY, "
             f"committed_at DOUBLE PRECISION NOT NULL, added {big} NOT NULL, "
             f"removed {big} NOT NULL)",
+            f"CREATE TABLE IF NOT EXISTS grantlog_policies (serial {big} PRIMARY KEY, "
+            f"hash {text} NOT NULL, roots {text} NOT NULL, sources {text} NOT NULL, "
+            f"set_at DOUBLE PRECISION NOT NULL, revision {big} NOT NULL)",
         ):
             cur.execute(stmt)
         cur.execute(self._sql(
@@ -237,7 +257,7 @@ class Store(ABC):
     def _without_rowid(self) -> str:
         return ""
 
-    def open(self, program: ir.Program, policy: str = "") -> None:
+    def open(self, program: ir.Program) -> None:
         """Create the store's tables for ``program``, or check that an existing store fits
         it: tables for new relations are added; a changed relation, or a dropped one that
         still has facts, is refused (``store-schema-mismatch``)."""
@@ -266,9 +286,6 @@ class Store(ABC):
                 # a derived relation's table is created with its first base fact
                 self._pending_tables = {r: schema.table(rel)
                                         for r, rel in program.relations.items()}
-                if policy:
-                    cur.execute(self._sql("UPDATE grantlog_head SET policy = ? WHERE id = 1"),
-                                (policy,))
                 self._commit(cur)
             except BaseException:
                 self._rollback(cur)
@@ -333,16 +350,60 @@ class Store(ABC):
             finally:
                 self._rollback(cur)
 
-    def policy(self) -> str:
-        """The hash of the rules that last opened the store (``Program.digest``)."""
+    def policy(self) -> StoredPolicy | None:
+        """The newest policy installed by :meth:`put_policy` (None: none was)."""
         with self._cursor() as cur:
             self._begin_read(cur)
             try:
-                cur.execute("SELECT policy FROM grantlog_head WHERE id = 1")
-                (p,) = cur.fetchone()
-                return str(p)
+                cur.execute("SELECT serial, hash, roots, sources, set_at, revision FROM "
+                            "grantlog_policies ORDER BY serial DESC LIMIT 1")
+                row = cur.fetchone()
             finally:
                 self._rollback(cur)
+        if row is None:
+            return None
+        serial, digest, roots, sources, at, rev = row
+        return StoredPolicy(int(serial), str(digest), json.loads(roots), json.loads(sources),
+                            float(at), int(rev))
+
+    def policy_serial(self) -> int:
+        """The newest installed policy's serial number (0: none), a cheap poll."""
+        with self._cursor() as cur:
+            self._begin_read(cur)
+            try:
+                cur.execute("SELECT COALESCE(MAX(serial), 0) FROM grantlog_policies")
+                return int(cur.fetchone()[0])
+            finally:
+                self._rollback(cur)
+
+    def put_policy(self, program: ir.Program, if_hash: str | None = None) -> StoredPolicy:
+        """Install ``program``'s rule texts (all its files, imports included) as the store's
+        policy, ordered with the write transactions by the head lock; with ``if_hash``, only
+        if the newest policy has that hash (else ``policy-conflict``). The program's
+        relations must fit the store (:meth:`open` it first)."""
+        roots = list(program.files)
+        sources = dict(program.sources)
+        with self.writing() as w:
+            cur = w.cur
+            if if_hash is not None:
+                cur.execute("SELECT policy FROM grantlog_head WHERE id = 1")
+                (current,) = cur.fetchone()
+                if current != if_hash:
+                    raise GrantlogError([error(
+                        "policy-conflict", f"the policy is `{current}`, not `{if_hash}` "
+                        "(`if_hash`): someone replaced it meanwhile",
+                        Span(self.url, 0, 0, 0, 0), "read it again (GET /v1/policy) and retry")])
+            cur.execute("SELECT COALESCE(MAX(serial), 0) FROM grantlog_policies")
+            serial = int(cur.fetchone()[0]) + 1
+            at = time.time()
+            cur.execute(self._sql("INSERT INTO grantlog_policies (serial, hash, roots, "
+                                  "sources, set_at, revision) VALUES (?, ?, ?, ?, ?, ?)"),
+                        (serial, program.digest, json.dumps(roots), json.dumps(sources), at,
+                         w.revision))
+            cur.execute(self._sql("UPDATE grantlog_head SET policy = ? WHERE id = 1"),
+                        (program.digest,))
+            w.keep = True
+        return StoredPolicy(serial, program.digest, roots, sources, at, w.revision)
 
     def snapshot(self, relations: Iterable[str] | None = None,
                  ) -> tuple[int, dict[str, list[ir.Row]]]:

@@ -110,7 +110,7 @@ def _out(a: argparse.Namespace, payload: Any, text: str) -> None:
 def cmd_init(a: argparse.Namespace) -> int:
     program = _program(a)
     assert program is not None
-    st = open_store(a.store, program, policy=program.digest)
+    st = open_store(a.store, program)
     try:
         tables = sorted(st.tables)
         rev, _ = st.head()
@@ -130,7 +130,7 @@ def cmd_load(a: argparse.Namespace) -> int:
     t1 = time.perf_counter()
     n = sum(map(len, data.values()))
     sys.stderr.write(f"read {n:,} facts in {t1 - t0:.2f} s\n")
-    st = open_store(a.store, program, policy=program.digest)
+    st = open_store(a.store, program)
     try:
         new: dict[str, int] = {}
         with st.writing() as w:

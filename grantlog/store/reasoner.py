@@ -53,7 +53,7 @@ class StoredReasoner(Reasoner):
                  follow: bool = True) -> None:
         super().__init__(program, watch)
         assert store is not None
-        self.store: Store = (open_store(store, program, policy=program.digest)
+        self.store: Store = (open_store(store, program)
                              if isinstance(store, str) else store)
         self._owns_store = isinstance(store, str)
         #: the rule files' facts per relation (visible whether or not the store has them)

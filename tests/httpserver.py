@@ -1,0 +1,51 @@
+"""Starting a real `grantlog serve` subprocess on a free port of 127.0.0.1 (the service tests)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve(tmp: Path, *extra: str, env: dict[str, str] | None = None,
+          ) -> tuple[subprocess.Popen[bytes], str]:
+    """``grantlog serve --port P *extra``, once it answers /healthz; its stderr goes to a
+    file in ``tmp`` (shown if it dies while starting)."""
+    port = free_port()
+    log = tmp / f"serve-{port}.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grantlog.cli", "serve", "--port", str(port), *extra],
+        stdout=subprocess.DEVNULL, stderr=open(log, "wb"),  # noqa: SIM115
+        env={**os.environ, "GRANTLOG_TOKENS": "", **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(log.read_text())
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

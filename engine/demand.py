@@ -171,6 +171,41 @@ class DemandPlans:
             (lit.atom if isinstance(lit, ir.Neg) else lit).rel in scc
             for lit in rule.body if isinstance(lit, ir.Atom | ir.Neg))
 
+    def reads(self, rel: str, cols: tuple[int, ...],
+              seen: set[tuple[str, tuple[int, ...]]] | None = None,
+              ) -> set[tuple[str, tuple[int, ...]]]:
+        """The stored-row indexes ``(relation, columns)`` a lookup of ``rel`` on ``cols`` may
+        read, planning and compiling every rule it may run on the way (the rules a check
+        runs, planned before the first check instead of during it). A lookup of a virtual
+        relation is listed too (its base facts, if it has any, are read that way)."""
+        seen = set() if seen is None else seen
+        k = (rel, cols)
+        if k in seen:
+            return set()
+        seen.add(k)
+        out = {k} if cols else set()
+        if rel not in self.program.virtual:  # every column: a membership test, no index
+            return out if len(cols) < self.arity[rel] else set()
+        closure = self.closure(rel)
+        if closure is not None and cols:
+            if cols == (0,) or cols == (1,):  # a walk over the edge (Lookup._walker)
+                return out | {(closure.edge, cols)}
+            return out | self.reads(rel, (1,), seen)  # both: the walk from the second
+        coarse = self.coarse(rel, cols)
+        if coarse is not None:
+            return out | self.reads(rel, coarse.cols, seen)
+        self.calls(rel, cols)
+        for rule in self.rules.get(rel, ()):
+            key = tuple(rule.head.args[c] for c in cols)
+            bound = frozenset(t.name for t in key if isinstance(t, ir.Var))
+            flat = self.unfold(rule)
+            plan = plan_bound(flat, set(bound), self.program.virtual, self.order(flat, bound))
+            wide = self.wide(plan)
+            for s in plan.steps:
+                if isinstance(s, Scan | NegCheck) and s.key_cols:
+                    out |= self.reads(s.rel, wide.get((s.rel, s.key_cols), s.key_cols), seen)
+        return out
+
     def keyed_fn(self, rule: ir.Rule, key: tuple[ir.Term, ...]) -> Binder:
         """``rule`` compiled for a lookup whose key is ``key`` (the head's terms there), with
         the views it reads unfolded where that is safe (:meth:`unfold`)."""

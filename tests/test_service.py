@@ -259,6 +259,19 @@ def test_several_workers_share_the_store(tmp_path: Path) -> None:
                                                   "resource": "m1.lakehouse.sales.orders",
                                                   "at_least_revision": rev}).json()
                     assert d["revision"] >= rev
+        for _ in range(30):  # new connections: both workers decide
+            httpx.post(url + "/v1/check", json={"subject": "alice", "operation": "load_table",
+                                                "resource": "m1.lakehouse.sales.orders"})
+        # /metrics on either worker answers for both: 70 decisions, a revision per worker
+        for _ in range(6):
+            text = httpx.get(url + "/metrics").text
+            total = sum(float(line.split()[-1]) for line in text.splitlines()
+                        if line.startswith("grantlog_decisions_total{"))
+            assert total == 70
+            revisions = [line for line in text.splitlines()
+                         if line.startswith("grantlog_revision{")]
+            assert len(revisions) == 2 and all('pid="' in x for x in revisions)
+            assert all(float(x.split()[-1]) == 11 for x in revisions)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -496,6 +509,11 @@ def test_a_killed_worker_loses_no_acknowledged_write(tmp_path: Path) -> None:
                 "subject": "alice", "operation": "load_table",
                 "resource": "m1.lakehouse.sales.orders", "at_least_revision": last})
             assert got.status_code == 200 and got.json()["revision"] >= last
+        # the new worker swept the dead one's gauges: a revision for each live worker
+        text = httpx.get(url + "/metrics", timeout=30).text
+        pids = {int(line.split('pid="')[1].split('"')[0]) for line in text.splitlines()
+                if line.startswith("grantlog_revision{")}
+        assert pids == set(alive)
     finally:
         stop.set()
         proc.terminate()

@@ -143,8 +143,12 @@ class Service:
         self.feed_floor = self.reasoner.revision
         self.watchers: set[tuple[asyncio.AbstractEventLoop, asyncio.Queue[dict[str, Any]]]] \
             = set()
+        #: what the service hears of every applied transaction (moved along on a swap)
+        self._listeners = [self._applied]
         if self.watched:  # nothing to feed otherwise
-            self.reasoner.listeners.append(self._on_change)
+            self._listeners.append(self._on_change)
+        self.reasoner.listeners.extend(self._listeners)
+        self.metrics.revision.set(self.reasoner.revision)
         # policy changes: one at a time; writes wait while the reasoners are swapped
         self._policy_lock = threading.Lock()
         self.write_gate = threading.Lock()
@@ -210,9 +214,10 @@ class Service:
                 "warnings": [_diag(d) for d in program.warnings]}
 
     def _swap(self, old: Reasoner, new: Reasoner, program: ir.Program, serial: int) -> None:
-        if self.watched:
-            old.listeners.remove(self._on_change)
-            new.listeners.append(self._on_change)
+        for fn in self._listeners:
+            old.listeners.remove(fn)
+            new.listeners.append(fn)
+        self.metrics.revision.set(new.revision)
         self.reasoner, self.program, self.decision, self.serial = \
             new, program, program.decision, serial
         if self.dlog is not None:
@@ -248,6 +253,9 @@ class Service:
         self.reasoner.close()
         if self.dlog is not None:
             self.dlog.close()
+
+    def _applied(self, changes: Any) -> None:
+        self.metrics.revision.set(changes.revision)
 
     def _on_change(self, changes: Any) -> None:
         entry = {"revision": changes.revision,
@@ -734,8 +742,7 @@ async def readyz(request: Request) -> Response:
 
 async def metrics_endpoint(request: Request) -> Response:
     svc: Service = request.app.state.service
-    svc.metrics.revision.set(svc.reasoner.revision)
-    body, ctype = svc.metrics.render()
+    body, ctype = await run_in_threadpool(svc.metrics.render)
     return Response(body, media_type=ctype)
 
 

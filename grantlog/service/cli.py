@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 from typing import Any
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
@@ -59,6 +61,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
         import uvicorn
 
         from .app import CONFIG_ENV, Config, check_watched, create_app
+        from .metrics import MULTIPROC_ENV
     except ImportError as exc:
         raise GrantlogError([error("missing-dependency", f"the service needs its extra ({exc})",
                                    Span("<command line>", 0, 0, 0, 0),
@@ -103,9 +106,17 @@ def cmd_serve(a: argparse.Namespace) -> int:
     check_watched(program, config.watch or [], "<command line>")
     config.install = False
     os.environ[CONFIG_ENV] = config.to_env()
+    shared = None
+    if not os.environ.get(MULTIPROC_ENV):  # the workers' metrics, summed by /metrics
+        shared = tempfile.mkdtemp(prefix="grantlog-metrics-")
+        os.environ[MULTIPROC_ENV] = shared
     sys.stderr.write(f"grantlog serve: {a.workers} workers, policy {program.digest}, on "
                      f"http{'s' if ssl else ''}://{a.host}:{a.port}\n")
-    uvicorn.run("grantlog.service.app:from_env", factory=True, host=a.host, port=a.port,
-                workers=a.workers, log_level=a.log_level, access_log=False,
-                **ssl)
+    try:
+        uvicorn.run("grantlog.service.app:from_env", factory=True, host=a.host, port=a.port,
+                    workers=a.workers, log_level=a.log_level, access_log=False,
+                    **ssl)
+    finally:
+        if shared is not None:
+            shutil.rmtree(shared, ignore_errors=True)
     return 0

@@ -36,7 +36,7 @@ from typing import Any
 from . import ir
 from .codegen import RunFn, compile_plan, solve
 from .database import Database
-from .demand import DemandContext, DemandPlans
+from .demand import DemandContext, DemandPlans, Memo
 from .explain import unify
 from .plan import RulePlan, plan_bound, plan_variant
 
@@ -151,6 +151,8 @@ class Maintainer:
                 self.variants[rid] = vs
         self._bound: dict[tuple[int, tuple[str, ...]], RulePlan] = {}
         self.demand_plans = DemandPlans(program)
+        #: answers the last :meth:`virtual_changes` added to the caller's memo
+        self.memo_entries = 0
         # per stratum: delta relation -> variants reading it; and the recursive variants
         self.by_rel: dict[int, dict[str, list[_Variant]]] = {}
         self.inner: dict[int, list[_Variant]] = {}
@@ -175,11 +177,18 @@ class Maintainer:
         inserted: Mapping[str, Rows],
         deleted: Mapping[str, Rows],
         watch: frozenset[str] = frozenset(),
+        memo: Memo | None = None,
+        dependents: Mapping[str, frozenset[str]] | None = None,
+        plans: DemandPlans | None = None,
     ) -> dict[str, Change]:
         """Bring ``db`` up to date after ``base`` gained ``inserted`` and lost ``deleted``.
 
         ``base`` is the new set of base facts; returns the net change of every materialized
-        relation, and of the virtual relations in ``watch``.
+        relation, and of the virtual relations in ``watch``. ``memo``: the reader's answers
+        of virtual relations for the state before (the watched changes read them, and add
+        to them; the caller drops what the change made stale), with ``dependents``
+        (relation -> the virtual relations that read it); ``plans``: the reader's plans
+        (ordered by its statistics).
         """
         changes: dict[str, Change] = defaultdict(Change)
         level = db.level
@@ -201,14 +210,19 @@ class Maintainer:
             level = self._stratum(db, st, base, inserted, deleted, changes, level)
         db.level = level
         if watch:
-            self.virtual_changes(db, changes, watch)
+            self.virtual_changes(db, changes, watch, memo, dependents, plans)
         return {r: c for r, c in changes.items() if c}
 
     def virtual_changes(self, db: Database, changes: dict[str, Change],
-                         watch: frozenset[str]) -> None:
+                         watch: frozenset[str], memo: Memo | None = None,
+                         dependents: Mapping[str, frozenset[str]] | None = None,
+                         plans: DemandPlans | None = None) -> None:
         """Net changes of watched virtual relations (and the virtual ones they read), found
         from the changes below them: candidates from delta variants, confirmed by asking the
-        old and the new state."""
+        old and the new state. With ``memo`` (answers for the old state), the old state's
+        questions start from it, and the new state's from its answers of the relations the
+        change cannot reach (a grant leaves every user's roles, the hierarchy and the
+        registrations as they were): confirming a candidate is then a warm check."""
         program = self.program
         needed = set(watch) & program.virtual
         for st in reversed(program.strata):
@@ -218,13 +232,19 @@ class Maintainer:
                     for v in self.variants[rid]:
                         if v.rel in program.virtual:
                             needed.add(v.rel)
-        plans = self.demand_plans
+        plans = plans if plans is not None else self.demand_plans
         F = db.full
         lower = {r: c for r, c in changes.items() if c}
         # materialized changes, and stored facts of virtual ones
         old_F, old_index = old_state(db, lower)
-        old = DemandContext(program, plans, old_F, old_index)
-        new = DemandContext(program, plans, F, db.index)
+        kept: Memo | None = None
+        if memo is not None and dependents is not None:
+            stale = set().union(*(dependents.get(r, frozenset()) for r in lower))
+            kept = {r: tables for r, tables in memo.items() if r not in stale}
+        else:
+            memo = None
+        old = DemandContext(program, plans, old_F, old_index, memo)
+        new = DemandContext(program, plans, F, db.index, kept)
         for st in program.strata:
             rels = set(st.relations)
             if not rels & needed:
@@ -267,6 +287,8 @@ class Maintainer:
                         self._candidates(v, v.rel, fc, old, new, lost_c, gained_c)
             for r in rels:
                 changes[r] = confirmed[r]
+        #: answers the last call added to the caller's memo (the caller bounds its size)
+        self.memo_entries = old.entries + new.entries if memo is not None else 0
 
     @staticmethod
     def _candidates(v: _Variant, dr: str, c: Change, old: DemandContext, new: DemandContext,

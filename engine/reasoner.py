@@ -365,7 +365,13 @@ class Reasoner:
                 changed = self._rebuild_and_diff(db, ins, dels, watch)
                 self._forget()
             else:
-                changed = self._maintainer.apply(db, self._base, ins, dels, watch)
+                # the watched changes are asked with this reasoner's plans (ordered by its
+                # statistics) and memo, unless the plans unfolded a view that now has rows
+                plans = self._plans if self._planned_for is not None else None
+                changed = self._maintainer.apply(db, self._base, ins, dels, watch,
+                                                 self._memo, self._dependents, plans)
+                if watch:
+                    self._memo_entries += self._maintainer.memo_entries
                 for rel in {*ins, *dels, *changed}:
                     for v in self._dependents.get(rel, ()):
                         self._memo.pop(v, None)

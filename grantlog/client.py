@@ -259,7 +259,8 @@ class Client:
     def watch(self, since: int | None = None, relation: str | None = None,
               ) -> Iterator[dict[str, Any]]:
         """Each transaction's gained and lost rows of a watched relation, as they happen:
-        ``{"revision", "relation", "gained", "lost"}`` (an endless iterator)."""
+        ``{"revision", "relation", "gained", "lost"}`` (an endless iterator); a replaced
+        policy comes as ``{"policy": HASH, "revision"}``."""
         params: dict[str, Any] = {"format": "ndjson"}
         if since is not None:
             params["since"] = since

@@ -179,9 +179,16 @@ public final class GrantlogClient {
             }
             try (Stream<String> lines = resp.body()) {
                 var it = lines.iterator();
+                String event = "message";
                 while (it.hasNext()) {
                     String line = it.next();
-                    if (!line.startsWith("data: ")) continue;
+                    if (line.isEmpty()) {  // the end of an event
+                        event = "message";
+                        continue;
+                    }
+                    if (line.startsWith("event: ")) event = line.substring(7);
+                    // only changes: "policy" events say the rules were replaced
+                    if (!line.startsWith("data: ") || !event.equals("change")) continue;
                     Map<String, Object> m = Json.object(Json.read(line.substring(6)));
                     Change ch = new Change(((Number) m.get("revision")).longValue(),
                             (String) m.get("relation"), rows(m.get("gained")), rows(m.get("lost")));

@@ -39,6 +39,10 @@ from .plan import is_anon
 
 #: (rows per lookup, work per lookup)
 Estimate = tuple[float, float]
+#: values a bound column takes, by column: drawn from the stored rows that bound it
+Given = tuple[tuple[int, tuple[ir.Value, ...]], ...]
+#: sampled values kept per variable
+GIVEN = 32
 #: bodies with at most this many positive atoms are ordered exhaustively
 EXHAUSTIVE = 6
 #: what a recursive reference is assumed to cost while its own estimate is being computed
@@ -71,9 +75,13 @@ class Statistics:
         self._distinct: dict[tuple[str, int], int] = {}
         self._weighted: dict[tuple[Any, ...], float] = {}
         self._samples: dict[str, list[ir.Row]] = {}
-        self._virtual: dict[tuple[str, tuple[int, ...], tuple[tuple[int, ir.Value], ...]],
-                            Estimate] = {}
-        self._active: set[tuple[str, tuple[int, ...], tuple[tuple[int, ir.Value], ...]]] = set()
+        self._virtual: dict[tuple[Any, ...], Estimate] = {}
+        self._active: set[tuple[Any, ...]] = set()
+        self._values: dict[tuple[Any, ...], tuple[ir.Value, ...]] = {}
+        #: per closure edge: each node's children, and how many nodes each one reaches
+        self._children: dict[str, dict[ir.Value, list[ir.Value]]] = {}
+        self._reach: dict[str, dict[ir.Value, int]] = {}
+        self._closures: dict[str, Any] = {}
 
     def size(self, rel: str) -> int:
         rows = self.full.get(rel)
@@ -161,15 +169,17 @@ class Statistics:
         return got
 
     def estimate(self, rel: str, cols: tuple[int, ...], arity: int,
-                 consts: tuple[tuple[int, ir.Value], ...] = ()) -> Estimate:
+                 consts: tuple[tuple[int, ir.Value], ...] = (), given: Given = ()) -> Estimate:
         """Rows per lookup of ``rel`` on ``cols``, and the work of one lookup. ``consts``:
         the key's known values, (column, value) pairs (an atom's constants): a rule whose
         head has another constant there does not answer the lookup (of a decision relation
         with a rule per operation, ``allowed(U, load_table, T)`` runs the load_table rules
-        only, as goal-directed evaluation selects them)."""
+        only, as goal-directed evaluation selects them). ``given``: values the bound columns
+        take where the rows that bind them are known (:meth:`_cost`): a transitive closure
+        walked from them is estimated from what they reach (:meth:`_closure`)."""
         if rel not in self.virtual:
             return (self.stored(rel, cols, arity), 1.0)
-        k = (rel, cols, consts)
+        k = (rel, cols, consts, given)
         got = self._virtual.get(k)
         if got is not None:
             return got
@@ -177,8 +187,15 @@ class Statistics:
             return RECURSIVE  # recursion, or a chain of views too deep to follow
         self._active.add(k)
         known = dict(consts)
+        values = dict(given)
         try:
             rows, work = self.stored(rel, cols, arity), 1.0
+            walked = self._closure(rel, cols, values)
+            if walked is not None:
+                rows += walked
+                work += walked
+                self._virtual[k] = (rows, work)
+                return rows, work
             for rule in self.rules.get(rel, ()):
                 bound: set[str] = set()
                 ok = True
@@ -190,7 +207,9 @@ class Statistics:
                         ok = False
                 if not ok:
                     continue
-                _, r, w = self._best(rule.body, bound)
+                samples = {t.name: values[c] for c in cols if c in values
+                           and isinstance(t := rule.head.args[c], ir.Var)}
+                _, r, w = self._best(rule.body, bound, samples=samples)
                 rows += r
                 work += w
             if len(cols) == arity and rows > 0.0:
@@ -209,7 +228,76 @@ class Statistics:
         the body of a query, whose own constants do not select rows (:meth:`_atom`)."""
         return self._best(body, bound, goal)[0]
 
-    def _atom(self, a: ir.Atom, bound: set[str], goal: bool = False) -> Estimate:
+    def _closure(self, rel: str, cols: tuple[int, ...],
+                 given: dict[int, tuple[ir.Value, ...]]) -> float | None:
+        """Rows of a transitive closure (engine/closure.py) walked from its first column,
+        when the values there are known: how many nodes they reach, on average. The average
+        over every node cannot tell a metalake, which reaches a million objects, from a
+        table, which reaches none, and a plan that walked down from the user's metalake
+        looked as cheap as one that walked down from the user's grants."""
+        if cols != (0,) or 0 not in given:
+            return None
+        if rel not in self._closures:
+            from .closure import detect
+
+            rules = self.rules.get(rel, ())
+            self._closures[rel] = detect(rules, self.program) if len(rules) == 2 else None
+        c = self._closures[rel]
+        if c is None:
+            return None
+        starts = given[0]
+        return sum(self._reached(c.edge, v) for v in starts) / max(1, len(starts))
+
+    def _reached(self, edge: str, start: ir.Value) -> int:
+        """The nodes below ``start`` over ``edge`` (a node reached twice in a DAG counts
+        twice: an estimate), each node's count computed once."""
+        reach = self._reach.setdefault(edge, {})
+        got = reach.get(start)
+        if got is not None:
+            return got
+        children = self._children.get(edge)
+        if children is None:
+            children = self._children[edge] = {}
+            for row in self.full.get(edge) or ():
+                children.setdefault(row[0], []).append(row[1])
+        # post-order without recursion; a node met again on the stack (a cycle) counts 0
+        on_stack = {start}
+        stack: list[tuple[ir.Value, int]] = [(start, 0)]
+        while stack:
+            node, i = stack[-1]
+            kids = children.get(node, ())
+            if i < len(kids):
+                stack[-1] = (node, i + 1)
+                kid = kids[i]
+                if kid not in reach and kid not in on_stack:
+                    on_stack.add(kid)
+                    stack.append((kid, 0))
+                continue
+            stack.pop()
+            on_stack.discard(node)
+            reach[node] = sum(1 + reach.get(k, 0) for k in kids)
+        return reach[start]
+
+    def _sampled(self, a: ir.Atom, col: int) -> tuple[ir.Value, ...]:
+        """Values of column ``col`` among the stored rows that hold ``a``'s constants (up to
+        :data:`GIVEN`, from the relation's sample)."""
+        consts = tuple((c, t.value) for c, t in enumerate(a.args) if isinstance(t, ir.Const))
+        k = (a.rel, col, consts)
+        got = self._values.get(k)
+        if got is None:
+            rows: Any = self.full.get(a.rel) or ()
+            picked = self._sample(a.rel) if len(rows) > SAMPLE else rows
+            vals = []
+            for row in picked:
+                if all(row[c] == v for c, v in consts):
+                    vals.append(row[col])
+                    if len(vals) == GIVEN:
+                        break
+            got = self._values[k] = tuple(vals)
+        return got
+
+    def _atom(self, a: ir.Atom, bound: set[str], goal: bool = False,
+              samples: dict[str, tuple[ir.Value, ...]] | None = None) -> Estimate:
         cols = tuple(c for c, t in enumerate(a.args) if _bound(t, bound))
         consts = _consts(a.args, cols)
         # a stored atom's constants select the rows its buckets are estimated on: a rule's
@@ -221,9 +309,14 @@ class Statistics:
         if (consts and not goal and a.rel not in self.virtual and len(cols) < len(a.args)
                 and self.size(a.rel)):
             return (max(1.0, self.weighted(a.rel, cols, consts)), 1.0)
-        return self.estimate(a.rel, cols, len(a.args), consts)
+        given: Given = ()
+        if samples and a.rel in self.virtual:
+            given = tuple((c, samples[t.name]) for c in cols
+                          if isinstance(t := a.args[c], ir.Var) and t.name in samples)
+        return self.estimate(a.rel, cols, len(a.args), consts, given)
 
-    def _best(self, body: Sequence[ir.Lit], bound: set[str], goal: bool = False
+    def _best(self, body: Sequence[ir.Lit], bound: set[str], goal: bool = False,
+              samples: dict[str, tuple[ir.Value, ...]] | None = None,
               ) -> tuple[list[int], float, float]:
         atoms = [i for i, lit in enumerate(body) if isinstance(lit, ir.Atom)]
         others: list[ir.Lit] = [lit for lit in body if not isinstance(lit, ir.Atom)]
@@ -231,7 +324,7 @@ class Statistics:
             best: tuple[list[int], float, float] | None = None
             for perm in itertools.permutations(atoms):
                 rows, work = self._cost(body, perm, bound, others, best[2] if best else None,
-                                        goal)
+                                        goal, samples)
                 if best is None or work < best[2]:
                     best = (list(perm), rows, work)
             assert best is not None or not atoms
@@ -244,7 +337,7 @@ class Statistics:
             left.remove(nxt)
             chosen.append(nxt)
             b |= _vars(body[nxt])
-        rows, work = self._cost(body, chosen, bound, others, None, goal)
+        rows, work = self._cost(body, chosen, bound, others, None, goal, samples)
         return chosen, rows, work
 
     def _step_key(self, lit: ir.Lit, bound: set[str], goal: bool) -> float:
@@ -253,15 +346,23 @@ class Statistics:
         return work + 10.0 * fanout
 
     def _cost(self, body: Sequence[ir.Lit], perm: Sequence[int], bound: set[str],
-              others: list[ir.Lit], cap: float | None, goal: bool = False
+              others: list[ir.Lit], cap: float | None, goal: bool = False,
+              samples: dict[str, tuple[ir.Value, ...]] | None = None,
               ) -> tuple[float, float]:
         b = set(bound)
         pending = list(others)
         rows, work = 1.0, 0.0
+        # the values of variables bound by stored rows, for the estimates of what is walked
+        # from them (:meth:`_closure`)
+        known = dict(samples or {})
         for i in perm:
             lit = body[i]
             assert isinstance(lit, ir.Atom)
-            fanout, w = self._atom(lit, b, goal)
+            fanout, w = self._atom(lit, b, goal, known)
+            if lit.rel not in self.virtual and not goal:
+                for c, t in enumerate(lit.args):
+                    if isinstance(t, ir.Var) and t.name not in b and not is_anon(t):
+                        known[t.name] = self._sampled(lit, c)
             if (0.0 < fanout < 1.0 and lit.rel not in self.virtual and _vars(lit) <= bound
                     and any(isinstance(t, ir.Const) for t in lit.args)
                     and all(_bound(t, b) for t in lit.args)):

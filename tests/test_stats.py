@@ -139,3 +139,31 @@ def test_a_derived_membership_keeps_half_the_rows() -> None:
                         "parent": {(f"c{i % 10}", f"s{i}"): 0 for i in range(1000)}})
     rows, _ = st.estimate("in_schema", (0, 1), 2)
     assert FILTER <= rows <= 1.0, rows
+
+
+def test_a_closure_walk_is_estimated_from_the_values_that_start_it() -> None:
+    """``ancestor(M, O)`` walked from the user's metalake reaches every object; walked from
+    the user's grants (mostly on leaves), next to nothing. An average over all nodes cannot
+    tell the two apart (most edges end in leaves); the values that bind ``M`` and ``A`` can,
+    and the plan for the user's objects starts from the grants."""
+    text = ("rel contains(parent, child).\nrel in_metalake(user, metalake).\n"
+            "rel grant(user, object).\n"
+            "@demand rel ancestor(anc, obj).\n"
+            "ancestor(P, C) :- contains(P, C).\n"
+            "ancestor(A, C) :- ancestor(A, P), contains(P, C).\n"
+            "sees: sees(U, O) :- in_metalake(U, M), ancestor(M, O), grant(U, A), "
+            "ancestor(A, O).\n")
+    p = grantlog.compile(text)
+    assert "ancestor" in p.virtual
+    contains = {("m", f"c{i}"): 0 for i in range(20)}
+    contains.update({(f"c{i}", f"t{i}_{j}"): 0 for i in range(20) for j in range(200)})
+    users = [f"u{i}" for i in range(300)]
+    full = {"contains": contains, "in_metalake": {(u, "m"): 0 for u in users},
+            "grant": {(u, f"t{i % 20}_{(7 * i + k) % 200}"): 0
+                      for i, u in enumerate(users) for k in range(3)}}
+    st = Statistics(p, full)
+    assert st.estimate("ancestor", (0,), 2, given=((0, ("m",)),))[0] == 20 + 20 * 200
+    assert st.estimate("ancestor", (0,), 2, given=((0, ("t0_1", "c3")),))[0] == 100
+    rule = next(r for r in p.rules if r.name == "sees")
+    first = rule.body[st.order(rule.body, {"U"})[0]]
+    assert isinstance(first, ir.Atom) and first.rel == "grant"

@@ -192,8 +192,7 @@ class Statistics:
             rows, work = self.stored(rel, cols, arity), 1.0
             walked = self._closure(rel, cols, values)
             if walked is not None:
-                rows += walked
-                work += walked
+                rows, work = rows + walked[0], work + walked[1]
                 self._virtual[k] = (rows, work)
                 return rows, work
             for rule in self.rules.get(rel, ()):
@@ -229,13 +228,15 @@ class Statistics:
         return self._best(body, bound, goal)[0]
 
     def _closure(self, rel: str, cols: tuple[int, ...],
-                 given: dict[int, tuple[ir.Value, ...]]) -> float | None:
-        """Rows of a transitive closure (engine/closure.py) walked from its first column,
-        when the values there are known: how many nodes they reach, on average. The average
-        over every node cannot tell a metalake, which reaches a million objects, from a
-        table, which reaches none, and a plan that walked down from the user's metalake
-        looked as cheap as one that walked down from the user's grants."""
-        if cols != (0,) or 0 not in given:
+                 given: dict[int, tuple[ir.Value, ...]]) -> Estimate | None:
+        """A transitive closure (engine/closure.py) looked up by a walk, from what the walk
+        reaches: walked down from known values, how many nodes they reach on average (the
+        average over every node cannot tell a metalake, which reaches a million objects,
+        from a table, which reaches none: a plan that walked down from the user's metalake
+        looked as cheap as one that walked down from the user's grants); walked up from the
+        second column (a lookup on it, or a membership test), how many nodes a sampled node
+        has above it."""
+        if not cols:
             return None
         if rel not in self._closures:
             from .closure import detect
@@ -245,21 +246,39 @@ class Statistics:
         c = self._closures[rel]
         if c is None:
             return None
-        starts = given[0]
-        return sum(self._reached(c.edge, v) for v in starts) / max(1, len(starts))
+        if cols == (0,):
+            if 0 not in given:
+                return None
+            starts = given[0]
+            if not starts:  # nothing binds it: no walk
+                return (0.0, 1.0)
+            rows = sum(self._reached(c.edge, v, True) for v in starts) / len(starts)
+            return (rows, rows + 1.0)
+        starts = given.get(1) or tuple(row[1] for row in self._edge_sample(c.edge))
+        up = sum(self._reached(c.edge, v, False) for v in starts) / max(1, len(starts))
+        if cols == (1,):
+            return (up, up + 1.0)
+        return (FILTER, up + 1.0)  # a membership test: a walk up from the second column
 
-    def _reached(self, edge: str, start: ir.Value) -> int:
-        """The nodes below ``start`` over ``edge`` (a node reached twice in a DAG counts
-        twice: an estimate), each node's count computed once."""
-        reach = self._reach.setdefault(edge, {})
+    def _edge_sample(self, edge: str) -> list[ir.Row]:
+        rows: Any = self.full.get(edge) or ()
+        picked = self._sample(edge) if len(rows) > SAMPLE else list(rows)
+        return picked[:GIVEN]
+
+    def _reached(self, edge: str, start: ir.Value, down: bool) -> int:
+        """The nodes below ``start`` over ``edge`` (``down``; a node reached twice in a DAG
+        counts twice: an estimate) or above it, each node's count computed once."""
+        reach = self._reach.setdefault(f"{edge}/{'down' if down else 'up'}", {})
         got = reach.get(start)
         if got is not None:
             return got
-        children = self._children.get(edge)
+        key = f"{edge}/{'down' if down else 'up'}"
+        children = self._children.get(key)
         if children is None:
-            children = self._children[edge] = {}
+            children = self._children[key] = {}
+            a, b = (0, 1) if down else (1, 0)
             for row in self.full.get(edge) or ():
-                children.setdefault(row[0], []).append(row[1])
+                children.setdefault(row[a], []).append(row[b])
         # post-order without recursion; a node met again on the stack (a cycle) counts 0
         on_stack = {start}
         stack: list[tuple[ir.Value, int]] = [(start, 0)]
@@ -286,13 +305,18 @@ class Statistics:
         got = self._values.get(k)
         if got is None:
             rows: Any = self.full.get(a.rel) or ()
-            picked = self._sample(a.rel) if len(rows) > SAMPLE else rows
-            vals = []
-            for row in picked:
-                if all(row[c] == v for c, v in consts):
-                    vals.append(row[col])
-                    if len(vals) == GIVEN:
-                        break
+            vals: list[ir.Value] = []
+            if len(rows) > SAMPLE:
+                vals = [row[col] for row in self._sample(a.rel)
+                        if all(row[c] == v for c, v in consts)][:GIVEN]
+            if len(vals) < min(GIVEN, RARE):  # rare in the sample (the one metalake among
+                # a million objects): from the relation itself
+                vals = []
+                for row in rows:
+                    if all(row[c] == v for c, v in consts):
+                        vals.append(row[col])
+                        if len(vals) == GIVEN:
+                            break
             got = self._values[k] = tuple(vals)
         return got
 

@@ -42,7 +42,7 @@ Estimate = tuple[float, float]
 #: values a bound column takes, by column: drawn from the stored rows that bound it
 Given = tuple[tuple[int, tuple[ir.Value, ...]], ...]
 #: sampled values kept per variable
-GIVEN = 32
+GIVEN = 256
 #: bodies with at most this many positive atoms are ordered exhaustively
 EXHAUSTIVE = 6
 #: what a recursive reference is assumed to cost while its own estimate is being computed
@@ -78,6 +78,7 @@ class Statistics:
         self._virtual: dict[tuple[Any, ...], Estimate] = {}
         self._active: set[tuple[Any, ...]] = set()
         self._values: dict[tuple[Any, ...], tuple[ir.Value, ...]] = {}
+        self._rows_with: dict[tuple[Any, ...], list[ir.Row]] = {}
         #: per closure edge: each node's children, and how many nodes each one reaches
         self._children: dict[str, dict[ir.Value, list[ir.Value]]] = {}
         self._reach: dict[str, dict[ir.Value, int]] = {}
@@ -299,25 +300,34 @@ class Statistics:
 
     def _sampled(self, a: ir.Atom, col: int) -> tuple[ir.Value, ...]:
         """Values of column ``col`` among the stored rows that hold ``a``'s constants (up to
-        :data:`GIVEN`, from the relation's sample)."""
-        consts = tuple((c, t.value) for c, t in enumerate(a.args) if isinstance(t, ir.Const))
-        k = (a.rel, col, consts)
+        :data:`GIVEN`, from the relation's sample; from the relation itself when the sample
+        holds fewer than :data:`RARE`: the one metalake among a million objects)."""
+        k = (a.rel, col, a.args)
         got = self._values.get(k)
         if got is None:
-            rows: Any = self.full.get(a.rel) or ()
-            vals: list[ir.Value] = []
+            consts = tuple((c, t.value) for c, t in enumerate(a.args)
+                           if isinstance(t, ir.Const))
+            rows = self._matching(a.rel, consts)
+            got = self._values[k] = tuple(row[col] for row in rows)
+        return got
+
+    def _matching(self, rel: str, consts: tuple[tuple[int, ir.Value], ...]) -> list[ir.Row]:
+        k = (rel, consts)
+        got = self._rows_with.get(k)
+        if got is None:
+            rows: Any = self.full.get(rel) or ()
+            got = []
             if len(rows) > SAMPLE:
-                vals = [row[col] for row in self._sample(a.rel)
-                        if all(row[c] == v for c, v in consts)][:GIVEN]
-            if len(vals) < min(GIVEN, RARE):  # rare in the sample (the one metalake among
-                # a million objects): from the relation itself
-                vals = []
+                got = [row for row in self._sample(rel)
+                       if all(row[c] == v for c, v in consts)][:GIVEN]
+            if len(got) < min(GIVEN, RARE):
+                got = []
                 for row in rows:
                     if all(row[c] == v for c, v in consts):
-                        vals.append(row[col])
-                        if len(vals) == GIVEN:
+                        got.append(row)
+                        if len(got) == GIVEN:
                             break
-            got = self._values[k] = tuple(vals)
+            self._rows_with[k] = got
         return got
 
     def _atom(self, a: ir.Atom, bound: set[str], goal: bool = False,

@@ -513,6 +513,10 @@ class PyDatalogReasoner:
         with self._active():
             return self._ask(self._tr.open_rows(rel, values))
 
+    def prepare(self) -> None:
+        """Nothing to prepare: pyDatalog plans each query itself (the in-memory reasoner's
+        ``prepare`` builds its indexes ahead of the first checks)."""
+
     def check(self, subject: str, operation: str, resource: str) -> Decision:
         """Is ``decision(subject, operation, resource)`` true? (no reasons on this backend)"""
         return Decision(bool(self._decision((subject, operation, resource))), ())

@@ -240,6 +240,16 @@ def cmd_lint(a: argparse.Namespace) -> int:
     return EXIT_NO if diags else EXIT_OK
 
 
+def cmd_lsp(a: argparse.Namespace) -> int:
+    try:
+        from grantlog.lsp.server import main as lsp_main
+    except ImportError as exc:
+        raise GrantlogError([error("missing-dependency", f"the language server needs its extra "
+                                   f"({exc})", Span("<command line>", 0, 0, 0, 0),
+                                   "install it with `pip install 'grantlog[lsp]'`")]) from None
+    return lsp_main()
+
+
 def cmd_list(a: argparse.Namespace) -> int:
     *files, subject, operation = a.args
     r = _reasoner(a, _compile(_inputs(a, files), a.strict))
@@ -457,6 +467,10 @@ def build_parser() -> argparse.ArgumentParser:
     from grantlog.service.replay import add_parser as add_logs_parser
 
     add_logs_parser(sub)
+
+    sp = sub.add_parser("lsp", help="the language server for .gl files, over stdio "
+                        "(docs/editor.md)")
+    sp.set_defaults(fn=cmd_lsp)
 
     sp = sub.add_parser("models", help="list the shipped models")
     sp.add_argument("--json", action="store_true")

@@ -13,10 +13,14 @@ FORBIDDEN = {
     "grammar": ("grantlog.engine", "grantlog.spark_bridge", "grantlog.cli", "grantlog.store",
                 "pyspark"),
     "engine": ("grantlog.spark_bridge", "grantlog.cli", "grantlog.store", "grantlog.reasoner",
-               "grantlog.service", "pyspark", "graphframes", "psycopg", "sqlite3", "pyarrow",
-               "starlette", "uvicorn"),
+               "grantlog.service", "grantlog.lsp", "pyspark", "graphframes", "psycopg",
+               "sqlite3", "pyarrow", "starlette", "uvicorn", "pygls", "lsprotocol"),
     # the store sits on the engine and never reaches into Spark
-    "grantlog/store": ("grantlog.spark_bridge", "grantlog.cli", "grantlog.service", "pyspark"),
+    "grantlog/store": ("grantlog.spark_bridge", "grantlog.cli", "grantlog.service",
+                       "grantlog.lsp", "pyspark"),
+    # the language server sits on the compiler: no store, service or Spark
+    "grantlog/lsp": ("grantlog.spark_bridge", "grantlog.cli", "grantlog.service",
+                     "grantlog.store", "pyspark"),
 }
 
 
@@ -41,7 +45,8 @@ def test_dependencies_point_one_way() -> None:
 
 def test_import_grantlog_does_not_import_pyspark() -> None:
     code = ("import sys, grantlog, grantlog.cli; assert 'pyspark' not in sys.modules, 'pyspark'; "
-            "assert not {'psycopg', 'pyarrow', 'starlette', 'uvicorn', 'orjson', 'httpx'} "
+            "assert not {'psycopg', 'pyarrow', 'starlette', 'uvicorn', 'orjson', 'httpx', "
+            "'pygls', 'lsprotocol'} "
             "& set(sys.modules), "
             "'lazy'")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,166 @@
+"""`grantlog lsp` end to end through the protocol (pytest-lsp starts the server as a
+subprocess and talks to it over stdio like an editor): diagnostics on open and change, across
+imports, equal to the CLI's; hover, definition, references, outline and formatting on the
+shipped rule files."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from grantlog.engine.compiler import compile_program
+from grantlog.grammar import format_text
+from grantlog.grammar.diagnostics import GrantlogError
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+ROOT = Path(__file__).resolve().parent.parent
+GRAVITINO = ROOT / "rules" / "gravitino.gl"
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(
+    server_command=[sys.executable, "-m", "grantlog.cli", "lsp"]))
+async def client(lsp_client: LanguageClient) -> AsyncIterator[None]:
+    await lsp_client.initialize_session(lsp.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"), root_uri=ROOT.as_uri()))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _open(client: LanguageClient, path: Path, text: str | None = None) -> str:
+    uri = path.as_uri()
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(
+        uri=uri, language_id="grantlog", version=1,
+        text=path.read_text() if text is None else text)))
+    return uri
+
+
+async def _diagnostics(client: LanguageClient, uri: str,
+                       ok: Callable[[Sequence[lsp.Diagnostic]], bool],
+                       ) -> Sequence[lsp.Diagnostic]:
+    async def wait() -> Sequence[lsp.Diagnostic]:
+        while uri not in client.diagnostics or not ok(client.diagnostics[uri]):
+            await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        return client.diagnostics[uri]
+
+    return await asyncio.wait_for(wait(), 30)
+
+
+def _at(text: str, needle: str, nth: int = 0) -> lsp.Position:
+    """The position of the ``nth`` occurrence of ``needle``."""
+    i = -1
+    for _ in range(nth + 1):
+        i = text.index(needle, i + 1)
+    line = text.count("\n", 0, i)
+    return lsp.Position(line, i - (text.rfind("\n", 0, i) + 1))
+
+
+@pytest.mark.asyncio
+async def test_diagnostics_are_the_compilers(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "bad.gl"
+    text = "rel member(user: string, group: string).\nok(U) :- member(U, _).\n" \
+           "bad(X, Y) :- member(X, _).\n"
+    path.write_text(text)
+    with pytest.raises(GrantlogError) as err:
+        compile_program(None, [str(path)])
+    want = err.value.diagnostics[0]
+    uri = _open(client, path)
+    got = (await _diagnostics(client, uri, lambda ds: bool(ds)))[0]
+    assert got.code == want.code == "unsafe-variable"
+    assert (got.range.start.line + 1, got.range.start.character + 1) == \
+        (want.span.line, want.span.col)
+    assert want.message in got.message and got.severity == lsp.DiagnosticSeverity.Error
+    # fixed in the editor (not saved): the diagnostics clear
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        [lsp.TextDocumentContentChangeWholeDocument(text=text.replace("bad(X, Y)", "bad(X)"))]))
+    assert not await _diagnostics(client, uri, lambda ds: not ds)
+
+
+@pytest.mark.asyncio
+async def test_an_edit_in_an_import_rechecks_its_importers(client: LanguageClient,
+                                                           tmp_path: Path) -> None:
+    (tmp_path / "prelude.gl").write_text("rel member(user: string, group: string).\n")
+    (tmp_path / "main.gl").write_text('import "prelude.gl".\nok(U) :- member(U, admins).\n')
+    main = _open(client, tmp_path / "main.gl")
+    prelude = _open(client, tmp_path / "prelude.gl")
+    assert not await _diagnostics(client, main, lambda ds: not ds)
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        lsp.VersionedTextDocumentIdentifier(uri=prelude, version=2),
+        [lsp.TextDocumentContentChangeWholeDocument(
+            text="rel member(user: string, group: string, since: int).\n")]))
+    got = await _diagnostics(client, main, lambda ds: bool(ds))
+    assert got[0].code == "arity-mismatch" and got[0].range.start.line == 1
+
+
+@pytest.mark.asyncio
+async def test_hover_shows_a_relations_declaration_and_doc(client: LanguageClient) -> None:
+    text = GRAVITINO.read_text()
+    uri = _open(client, GRAVITINO)
+    pos = _at(text, "in_usable_schema(U, T),")
+    got = await client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri), position=pos))
+    assert got is not None and isinstance(got.contents, lsp.MarkupContent)
+    assert "rel in_usable_schema(user: string, object: string)" in got.contents.value
+    assert "declared at gravitino.gl:" in got.contents.value
+    # a rule's label: its name and doc line
+    pos = _at(text, "load_table: allowed(U, load_table, T)")
+    got = await client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri), position=pos))
+    assert got is not None and isinstance(got.contents, lsp.MarkupContent)
+    assert "rule `load_table`" in got.contents.value
+    assert "load catalog and schema" in got.contents.value
+    # a relation of the imported prelude
+    pos = _at(text, "ancestor_or_self(A, O)")
+    got = await client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri), position=pos))
+    assert got is not None and isinstance(got.contents, lsp.MarkupContent)
+    assert "declared at prelude.gl:" in got.contents.value
+
+
+@pytest.mark.asyncio
+async def test_definition_and_references(client: LanguageClient) -> None:
+    text = GRAVITINO.read_text()
+    uri = _open(client, GRAVITINO)
+    pos = _at(text, "in_usable_schema(U, T),")
+    got = await client.text_document_definition_async(lsp.DefinitionParams(
+        text_document=lsp.TextDocumentIdentifier(uri), position=pos))
+    assert isinstance(got, list) and len(got) == 2  # the declaration, then its one rule
+    decl, rule = got
+    assert text.splitlines()[decl.range.start.line].startswith("rel in_usable_schema(")
+    assert "in_usable_schema: in_usable_schema(U, O)" in text.splitlines()[rule.range.start.line]
+    refs = await client.text_document_references_async(lsp.ReferenceParams(
+        text_document=lsp.TextDocumentIdentifier(uri), position=pos,
+        context=lsp.ReferenceContext(include_declaration=False)))
+    assert refs is not None
+    lines = text.splitlines()
+    for r in refs:
+        if r.uri == uri:
+            line = lines[r.range.start.line]
+            assert line[r.range.start.character:r.range.end.character] == "in_usable_schema"
+    in_file = sum(1 for r in refs if r.uri == uri)
+    code = [line.split("//")[0] for line in lines if not line.startswith("rel ")]
+    assert in_file == sum(len(re.findall(r"(?<![\w])in_usable_schema\(", x)) for x in code)
+
+
+@pytest.mark.asyncio
+async def test_outline_and_formatting(client: LanguageClient, tmp_path: Path) -> None:
+    uri = _open(client, GRAVITINO)
+    symbols = await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(
+        text_document=lsp.TextDocumentIdentifier(uri)))
+    assert symbols is not None
+    kinds = {(s.name, s.kind) for s in symbols if isinstance(s, lsp.DocumentSymbol)}
+    assert ("in_usable_schema", lsp.SymbolKind.Struct) in kinds
+    assert ("load_table", lsp.SymbolKind.Function) in kinds
+    path = tmp_path / "messy.gl"
+    messy = "rel   member(user:string,group:string).\nok(U):-member(U,admins).\n"
+    muri = _open(client, path, messy)
+    edits = await client.text_document_formatting_async(lsp.DocumentFormattingParams(
+        text_document=lsp.TextDocumentIdentifier(muri),
+        options=lsp.FormattingOptions(tab_size=4, insert_spaces=True)))
+    assert edits and edits[0].new_text == format_text(messy, str(path))

@@ -26,6 +26,12 @@ GRAVITINO = ROOT / "rules" / "gravitino.gl"
 @pytest_lsp.fixture(config=ClientServerConfig(
     server_command=[sys.executable, "-m", "grantlog.cli", "lsp"]))
 async def client(lsp_client: LanguageClient) -> AsyncIterator[None]:
+    refreshed: list[None] = []
+
+    @lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)
+    def code_lens_refresh(params: None) -> None:  # as VS Code: lenses asked for again
+        refreshed.append(params)
+
     await lsp_client.initialize_session(lsp.InitializeParams(
         capabilities=client_capabilities("visual-studio-code"), root_uri=ROOT.as_uri()))
     yield
@@ -164,3 +170,97 @@ async def test_outline_and_formatting(client: LanguageClient, tmp_path: Path) ->
         text_document=lsp.TextDocumentIdentifier(muri),
         options=lsp.FormattingOptions(tab_size=4, insert_spaces=True)))
     assert edits and edits[0].new_text == format_text(messy, str(path))
+
+
+@pytest.mark.asyncio
+async def test_rename_a_relation_and_a_variable(client: LanguageClient, tmp_path: Path) -> None:
+    (tmp_path / "prelude.gl").write_text("rel member(user: string, group: string).\n")
+    text = ('import "prelude.gl".\nrel admin(user: string).\n'
+            "is_admin: admin(U) :- member(U, admins), not blocked(U).\n"
+            "blocked(U) :- member(U, interns).\n")
+    path = tmp_path / "main.gl"
+    path.write_text(text)
+    uri = _open(client, path)
+    got = await client.text_document_rename_async(lsp.RenameParams(
+        text_document=lsp.TextDocumentIdentifier(uri), position=_at(text, "member(U, admins)"),
+        new_name="belongs"))
+    assert got is not None and got.changes is not None
+    prelude = (tmp_path / "prelude.gl").as_uri()
+    assert len(got.changes[uri]) == 2 and len(got.changes[prelude]) == 1
+    assert all(e.new_text == "belongs" for es in got.changes.values() for e in es)
+    # a variable: its occurrences in its rule only
+    got = await client.text_document_rename_async(lsp.RenameParams(
+        text_document=lsp.TextDocumentIdentifier(uri), position=_at(text, "U) :- member"),
+        new_name="Who"))
+    assert got is not None and got.changes is not None
+    assert {e.range.start.line for e in got.changes[uri]} == {2}
+    assert len(got.changes[uri]) == 3
+    # clashes and bad names are refused with the reason
+    for pos, new in ((_at(text, "member(U, admins)"), "blocked"),
+                     (_at(text, "member(U, admins)"), "Member"),
+                     (_at(text, "U) :- member"), "admins")):
+        with pytest.raises(Exception, match="exists already|not a"):
+            await client.text_document_rename_async(lsp.RenameParams(
+                text_document=lsp.TextDocumentIdentifier(uri), position=pos, new_name=new))
+
+
+@pytest.mark.asyncio
+async def test_completion_of_relations_constants_and_keywords(client: LanguageClient) -> None:
+    text = GRAVITINO.read_text() + "\nprobe(X) :- entity(X, "
+    uri = _open(client, GRAVITINO, text)
+    end = lsp.Position(text.count("\n"), len(text.splitlines()[-1]))
+    got = await client.text_document_completion_async(lsp.CompletionParams(
+        text_document=lsp.TextDocumentIdentifier(uri), position=end))
+    assert got is not None
+    labels = {i.label for i in (got.items if isinstance(got, lsp.CompletionList) else got)}
+    assert {"table", "schema", "catalog", "metalake"} <= labels  # from examples/gravitino
+    text2 = GRAVITINO.read_text() + "\nprobe(X) :- "
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        [lsp.TextDocumentContentChangeWholeDocument(text=text2)]))
+    end = lsp.Position(text2.count("\n"), len(text2.splitlines()[-1]))
+    got = await client.text_document_completion_async(lsp.CompletionParams(
+        text_document=lsp.TextDocumentIdentifier(uri), position=end))
+    assert got is not None
+    items = {i.label: i for i in (got.items if isinstance(got, lsp.CompletionList) else got)}
+    assert items["in_usable_schema"].insert_text == "in_usable_schema(${1:User}, ${2:Object})"
+    assert {"rel", "import", "test", "expect", "not"} <= items.keys()
+
+
+@pytest.mark.asyncio
+async def test_workspace_symbols(client: LanguageClient) -> None:
+    uri = _open(client, GRAVITINO)
+    await client.text_document_hover_async(lsp.HoverParams(  # indexes the document
+        text_document=lsp.TextDocumentIdentifier(uri), position=lsp.Position(0, 0)))
+    got = await client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="usable_sch"))
+    assert got is not None
+    names = {(s.name, s.location.uri.rsplit("/", 1)[-1]) for s in got}
+    assert ("in_usable_schema", "gravitino.gl") in names
+
+
+@pytest.mark.asyncio
+async def test_code_lenses_run_tests_and_count_derivations(client: LanguageClient,
+                                                           tmp_path: Path) -> None:
+    text = ("rel member(user: string, group: string).\n"
+            "/// Members of admins may read.\n"
+            "admins_read: allowed(U, read, x) :- member(U, admins).\n"
+            "member(alice, admins). member(bob, admins). member(carol, staff).\n"
+            'test "admins read" {\n    member(dan, admins).\n    expect allowed(dan, read, x).\n}\n'
+            'test "staff read" {\n    member(erin, staff).\n    expect allowed(erin, read, x).\n}\n')
+    path = tmp_path / "policy.gl"
+    path.write_text(text)
+    uri = _open(client, path)
+    lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(
+        text_document=lsp.TextDocumentIdentifier(uri)))
+    assert lenses is not None
+    titles = [x.command.title for x in lenses if x.command]
+    assert titles.count("▶ run test") == 2 and "derives 2 facts on this file" in titles
+    run = [x.command for x in lenses if x.command and x.command.command == "grantlog.runTest"]
+    results = [await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command=c.command, arguments=c.arguments)) for c in run]
+    assert [r["passed"] for r in results] == [True, False]
+    lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(
+        text_document=lsp.TextDocumentIdentifier(uri)))
+    titles = sorted(x.command.title for x in lenses if x.command)
+    assert "▶ run test — ✓ passed" in titles
+    assert any(t.startswith("▶ run test — ✗ failed") for t in titles)

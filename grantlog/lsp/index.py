@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import GrantlogError
-from grantlog.grammar.parser import parse
+from grantlog.grammar.facts import parse_fast
 
 
 @dataclass(frozen=True)
@@ -58,16 +58,33 @@ def _name_at(text_lines: list[str], name: str, line: int, col: int) -> tuple[int
 
 
 class Index:
-    def __init__(self, sources: Mapping[str, str]) -> None:
+    """``fallback``: for a file that does not parse now (being typed), the last text of it
+    that did, whose names are used instead (completion and hovers keep working)."""
+
+    def __init__(self, sources: Mapping[str, str],
+                 fallback: Mapping[str, str] | None = None) -> None:
+        #: files that parsed, with the text that did
+        self.parsed: dict[str, str] = {}
         self.names: list[Name] = []
         self.symbols: list[Symbol] = []
         self.decls: dict[str, Symbol] = {}
+        #: variables by clause: (file, line, col) of the clause -> its variables' names
+        self.vars: dict[tuple[str, int, int], list[Name]] = {}
+        #: constants written in facts, by (relation, column)
+        self.values: dict[tuple[str, int], set[str | int]] = {}
+        #: relation -> column names (declared, or c0, c1, ... from a use)
+        self.columns: dict[str, tuple[str, ...]] = {}
         for file, text in sources.items():
-            try:
-                module = parse(text, file)
-            except GrantlogError:
-                continue
-            self._module(module, text.splitlines())
+            for attempt in (text, (fallback or {}).get(file)):
+                if attempt is None:
+                    continue
+                try:
+                    module = parse_fast(attempt, file)
+                except GrantlogError:
+                    continue
+                self.parsed[file] = attempt
+                self._module(module, attempt.splitlines())
+                break
 
     def _module(self, module: ast.Module, lines: list[str]) -> None:
         file = module.file
@@ -78,6 +95,7 @@ class Index:
                 self.names.append(Name(st.name, "decl", file, sp.line, col, end))
                 cols = ", ".join(f"{c.name}: {c.type}" if c.type else c.name
                                  for c in st.columns)
+                self.columns[st.name] = tuple(c.name for c in st.columns)
                 sym = Symbol(st.name, "relation", file, sp.line, sp.col, sp.end_line,
                              sp.end_col, st.doc, f"rel {st.name}({cols})")
                 self.symbols.append(sym)
@@ -92,6 +110,11 @@ class Index:
                 self._atom(st.head, "fact" if st.is_fact else "head", file)
                 for a in _atoms(st.body):
                     self._atom(a, "body", file)
+                self._clause_vars(st, file)
+                if st.is_fact:
+                    for i, t in enumerate(st.head.args):
+                        if isinstance(t, ast.Const):
+                            self.values.setdefault((st.head.rel, i), set()).add(t.value)
             elif isinstance(st, ast.TestBlock):
                 col, end = _name_at(lines, f'"{st.name}"', sp.line, sp.col)
                 self.names.append(Name(st.name, "test-block", file, sp.line, col, end))
@@ -102,13 +125,53 @@ class Index:
                         self._atom(item.head, "test", file)
                         for a in _atoms(item.body):
                             self._atom(a, "test", file)
+                        self._clause_vars(item, file)
                     else:
                         for a in _atoms(item.body):
                             self._atom(a, "test", file)
+                        self._clause_vars(item, file)
 
     def _atom(self, a: ast.Atom, kind: str, file: str) -> None:
         sp = a.span
         self.names.append(Name(a.rel, kind, file, sp.line, sp.col, sp.col + len(a.rel)))
+        self.columns.setdefault(a.rel, tuple(f"c{i}" for i in range(len(a.args))))
+
+    def _clause_vars(self, c: ast.Clause | ast.Expect, file: str) -> None:
+        """The named variables of one rule, fact or ``expect`` (a variable's scope)."""
+        key = (file, c.span.line, c.span.col)
+        out = self.vars.setdefault(key, [])
+        lits: list[ast.Literal] = [c.head, *c.body] if isinstance(c, ast.Clause) else \
+            list(c.body)
+        for lit in lits:
+            terms: tuple[ast.Term, ...]
+            if isinstance(lit, ast.Atom):
+                terms = lit.args
+            elif isinstance(lit, ast.Negation):
+                terms = lit.atom.args
+            else:
+                terms = (lit.left, lit.right)
+            for t in terms:
+                if isinstance(t, ast.Var) and not t.anonymous:
+                    sp = t.span
+                    out.append(Name(t.name, "var", file, sp.line, sp.col,
+                                    sp.col + len(t.name)))
+
+    def var_at(self, file: str, line: int, col: int) -> tuple[Name, list[Name]] | None:
+        """The variable under (line, col) and every occurrence of it in its clause."""
+        for (f, _, _), names in self.vars.items():
+            if f != file:
+                continue
+            for n in names:
+                if n.covers(line, col):
+                    return n, [m for m in names if m.name == n.name]
+        return None
+
+    def clause_vars(self, name: Name) -> list[Name]:
+        """Every variable of the clause ``name`` (a variable) is in."""
+        for (f, _, _), names in self.vars.items():
+            if f == name.file and name in names:
+                return names
+        return []
 
     def at(self, file: str, line: int, col: int) -> Name | None:
         """The name under (line, col) of ``file``, if any."""

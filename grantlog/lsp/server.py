@@ -11,7 +11,9 @@ edit (:data:`DEBOUNCE`), all open files at once.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
+import re
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -25,7 +27,12 @@ from grantlog.grammar.diagnostics import Diagnostic, GrantlogError
 from .index import Index, Name, Symbol
 
 #: seconds between the last edit and the check
-DEBOUNCE = 0.15
+DEBOUNCE = 0.075
+#: the command a test block's code lens runs
+RUN_TEST = "grantlog.runTest"
+KEYWORDS = ("rel", "import", "test", "expect", "not")
+RELATION = re.compile(r"^[a-z][A-Za-z0-9_]*$")
+VARIABLE = re.compile(r"^[A-Z_][A-Za-z0-9_]*$")
 
 
 class GrantlogServer(LanguageServer):
@@ -43,6 +50,13 @@ class GrantlogServer(LanguageServer):
         #: files each open document's check published diagnostics for
         self.published: dict[str, set[str]] = {}
         self._pending: asyncio.TimerHandle | None = None
+        #: test results by (file, test name, the file's text hash)
+        self.test_results: dict[tuple[str, str, str], str] = {}
+        #: decision-rule counts by (file, texts hash)
+        self.rule_counts: dict[tuple[str, str], dict[str, int]] = {}
+        self.root: str | None = None
+        #: the last text of each file that parsed (names of a file being typed)
+        self.parsed: dict[str, str] = {}
 
     # -- texts ----------------------------------------------------------------------------------
 
@@ -79,7 +93,22 @@ class GrantlogServer(LanguageServer):
             diags, sources = list(err.diagnostics), dict(err.sources)
         sources = {os.path.normpath(f): t for f, t in sources.items()}
         sources.setdefault(path, texts.get(path, ""))
-        self.indexes[path] = Index(sources)
+        indexed = dict(sources)
+        for ex in _examples(self, path):  # their facts' constants complete arguments
+            try:
+                with open(ex, encoding="utf-8") as src:
+                    indexed.setdefault(ex, src.read())
+            except OSError:
+                pass
+        fallback = dict(self.parsed)
+        if path not in fallback and os.path.isfile(path):  # opened while it does not parse
+            try:
+                with open(path, encoding="utf-8") as src:
+                    fallback[path] = src.read()
+            except (OSError, UnicodeDecodeError):
+                pass
+        index = self.indexes[path] = Index(indexed, fallback)
+        self.parsed.update(index.parsed)
         by_file: dict[str, list[lsp.Diagnostic]] = {f: [] for f in sources}
         for d in diags:
             by_file.setdefault(os.path.normpath(d.span.file), []).append(to_lsp(d))
@@ -113,6 +142,13 @@ class GrantlogServer(LanguageServer):
     def name_at(self, uri: str, pos: lsp.Position) -> tuple[Index, Name | None]:
         path, index = self.index_for(uri)
         return index, index.at(path, pos.line + 1, pos.character + 1)
+
+
+def _digest(texts: dict[str, str]) -> str:
+    h = hashlib.sha256()
+    for k in sorted(texts):
+        h.update(k.encode() + b"\0" + texts[k].encode() + b"\0")
+    return h.hexdigest()
 
 
 def to_lsp(d: Diagnostic) -> lsp.Diagnostic:
@@ -250,6 +286,214 @@ def formatting(ls: GrantlogServer, params: lsp.DocumentFormattingParams,
     lines = doc.source.splitlines()
     end = lsp.Position(len(lines), 0)
     return [lsp.TextEdit(range=lsp.Range(lsp.Position(0, 0), end), new_text=new)]
+
+
+@server.feature(lsp.INITIALIZED)
+def initialized(ls: GrantlogServer, params: lsp.InitializedParams) -> None:
+    folders = ls.workspace.folders
+    ls.root = (to_fs_path(next(iter(folders.values())).uri) if folders else
+               ls.workspace.root_path)
+
+
+class RenameRefused(Exception):
+    """A rename that would clash or is not a name; the editor shows the message."""
+
+
+@server.feature(lsp.TEXT_DOCUMENT_RENAME)
+def rename(ls: GrantlogServer, params: lsp.RenameParams) -> lsp.WorkspaceEdit | None:
+    """A relation (every use in the files the document reads) or a variable (within its
+    rule); refused when the new name is not one of its kind or is taken."""
+    path, index = ls.index_for(params.text_document.uri)
+    line, col = params.position.line + 1, params.position.character + 1
+    new = params.new_name
+    var = index.var_at(path, line, col)
+    if var is not None:
+        name, uses = var
+        if not VARIABLE.match(new) or new == "_":
+            raise RenameRefused(f"`{new}` is not a variable name (upper case first)")
+        if any(v.name == new for v in index.clause_vars(name)):
+            raise RenameRefused(f"`{new}` is already a variable of this rule")
+        edits = [lsp.TextEdit(range=_range(u), new_text=new) for u in uses]
+        return lsp.WorkspaceEdit(changes={params.text_document.uri: edits})
+    n = index.at(path, line, col)
+    if n is None or n.kind in ("rule", "test-block"):
+        return None
+    if not RELATION.match(new):
+        raise RenameRefused(f"`{new}` is not a relation name (lower case first)")
+    if new != n.name and (new in index.decls or any(True for _ in index.uses(new))):
+        raise RenameRefused(f"a relation `{new}` exists already")
+    changes: dict[str, list[lsp.TextEdit]] = {}
+    for u in index.uses(n.name):
+        changes.setdefault(from_fs_path(u.file) or u.file, []).append(
+            lsp.TextEdit(range=_range(u), new_text=new))
+    return lsp.WorkspaceEdit(changes=changes)
+
+
+def _in_atom(text: str, line: int, character: int) -> tuple[str, int] | None:
+    """The relation and argument position the cursor is in (``member(alice, |``)."""
+    lines = text.splitlines()
+    src = lines[line][:character] if line < len(lines) else ""
+    depth, commas = 0, 0
+    for i in range(len(src) - 1, -1, -1):
+        ch = src[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            if depth == 0:
+                m = re.search(r"([a-z][A-Za-z0-9_]*)\s*$", src[:i])
+                return (m.group(1), commas) if m else None
+            depth -= 1
+        elif ch == "," and depth == 0:
+            commas += 1
+    return None
+
+
+@server.feature(lsp.TEXT_DOCUMENT_COMPLETION,
+                lsp.CompletionOptions(trigger_characters=["(", ","]))
+def completion(ls: GrantlogServer, params: lsp.CompletionParams) -> lsp.CompletionList:
+    """Inside an atom's arguments: the constants the workspace's facts give that column;
+    elsewhere: relation names (with their columns as a snippet) and keywords."""
+    _, index = ls.index_for(params.text_document.uri)
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    items: list[lsp.CompletionItem] = []
+    inside = _in_atom(doc.source, params.position.line, params.position.character)
+    if inside is not None:
+        rel, col = inside
+        for v in sorted(index.values.get((rel, col), ()), key=str):
+            text = v if isinstance(v, int) or re.match(r"^[a-z][A-Za-z0-9_]*$", v) \
+                else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            items.append(lsp.CompletionItem(label=str(text), kind=lsp.CompletionItemKind.Value,
+                                            detail=f"{rel} column {col + 1}"))
+        return lsp.CompletionList(is_incomplete=False, items=items)
+    for rel, cols in sorted(index.columns.items()):
+        snippet = ", ".join(f"${{{i + 1}:{c[:1].upper() + c[1:]}}}"
+                            for i, c in enumerate(cols))
+        decl = index.decls.get(rel)
+        items.append(lsp.CompletionItem(
+            label=rel, kind=lsp.CompletionItemKind.Struct,
+            detail=decl.detail if decl else f"{rel}/{len(cols)}",
+            documentation="\n".join(decl.doc) if decl and decl.doc else None,
+            insert_text=f"{rel}({snippet})", insert_text_format=lsp.InsertTextFormat.Snippet))
+    items += [lsp.CompletionItem(label=k, kind=lsp.CompletionItemKind.Keyword)
+              for k in KEYWORDS]
+    return lsp.CompletionList(is_incomplete=False, items=items)
+
+
+@server.feature(lsp.WORKSPACE_SYMBOL)
+def workspace_symbols(ls: GrantlogServer, params: lsp.WorkspaceSymbolParams,
+                      ) -> list[lsp.SymbolInformation]:
+    """Relations, rules and tests of the open documents' programs whose name contains the
+    query (case-insensitive)."""
+    kinds = {"relation": lsp.SymbolKind.Struct, "rule": lsp.SymbolKind.Function,
+             "test": lsp.SymbolKind.Method}
+    q = params.query.lower()
+    seen: set[tuple[str, str, int]] = set()
+    out = []
+    for index in list(ls.indexes.values()):
+        for s in index.symbols:
+            k = (s.file, s.name, s.line)
+            if q in s.name.lower() and k not in seen:
+                seen.add(k)
+                out.append(lsp.SymbolInformation(
+                    name=s.name, kind=kinds[s.kind], container_name=os.path.basename(s.file),
+                    location=lsp.Location(uri=from_fs_path(s.file) or s.file,
+                                          range=_symbol_range(s))))
+    return out
+
+
+def _examples(ls: GrantlogServer, path: str) -> list[str]:
+    """The example facts of a model: ``examples/<name>/facts.gl`` under the workspace root
+    for ``<name>.gl`` (the shipped layout); none for other files."""
+    if not ls.root:
+        return []
+    cand = os.path.join(ls.root, "examples", os.path.splitext(os.path.basename(path))[0],
+                        "facts.gl")
+    return [cand] if os.path.isfile(cand) else []
+
+
+def _rule_counts(ls: GrantlogServer, path: str, texts: dict[str, str]) -> dict[str, int]:
+    """How many facts each named rule of the decision relation derives, on the program and
+    its examples (each rule's body queried, its head's rows counted)."""
+    examples = _examples(ls, path)
+    key = (path, _digest(texts) + "|".join(examples))
+    got = ls.rule_counts.get(key)
+    if got is not None:
+        return got
+    from grantlog.engine.reasoner import Reasoner
+
+    got = {}
+    try:
+        program = compile_program(None, [path, *examples], files=texts)
+        r = Reasoner(program)
+        for rule in program.rules:
+            if rule.head.rel != program.decision or not rule.labelled \
+                    or rule.span.file != path:
+                continue
+            goal = re.sub(r"_\?\d+", "_", ", ".join(str(b) for b in rule.body))
+            rows = {tuple(b[t.name] if hasattr(t, "name") else t for t in rule.head.args)
+                    for b in r.query(goal)}
+            got[rule.name] = len(rows)
+    except GrantlogError:
+        got = {}
+    ls.rule_counts[key] = got
+    return got
+
+
+@server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+def code_lens(ls: GrantlogServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    """Over each ``test`` block: run it (and its last result); over each named rule of the
+    decision relation: how many facts it derives on the model's examples."""
+    path, index = ls.index_for(params.text_document.uri)
+    texts = ls.open_paths()
+    text = texts.get(path, "")
+    digest = _digest({path: text})
+    out = []
+    for s in index.in_file(path):
+        r = _symbol_range(s)
+        if s.kind == "test":
+            last = ls.test_results.get((path, s.name, digest))
+            title = "▶ run test" + (f" — {last}" if last else "")
+            out.append(lsp.CodeLens(range=r, command=lsp.Command(
+                title=title, command=RUN_TEST, arguments=[params.text_document.uri, s.name])))
+    counts = _rule_counts(ls, path, texts)
+    for s in index.in_file(path):
+        if s.kind == "rule" and s.name in counts:
+            n = counts[s.name]
+            where = "its examples" if _examples(ls, path) else "this file"
+            out.append(lsp.CodeLens(range=_symbol_range(s), command=lsp.Command(
+                title=f"derives {n} fact{'s' if n != 1 else ''} on {where}", command="")))
+    return out
+
+
+@server.command(RUN_TEST)
+def run_test_command(ls: GrantlogServer, uri: str, name: str) -> dict[str, Any]:
+    """Run one test block of a file (arguments: its URI and the test's name); its lens then
+    shows the result."""
+    from grantlog.engine.testing import run_tests
+
+    path = to_fs_path(uri) or uri
+    texts = ls.open_paths()
+    if path not in texts:
+        with open(path, encoding="utf-8") as f:
+            texts[path] = f.read()
+    try:
+        program = compile_program(None, [path], files=texts)
+    except GrantlogError as err:
+        return {"passed": False, "message": str(err.diagnostics[0].message)}
+    results = [t for t in run_tests(program, {path}) if t.name == name]
+    if not results:
+        return {"passed": False, "message": f"no test `{name}`"}
+    res = results[0]
+    summary = "✓ passed" if res.passed else f"✗ failed: {res.failures[0].message}"
+    ls.test_results[(path, name, _digest({path: texts[path]}))] = summary
+    ls.window_show_message(lsp.ShowMessageParams(
+        type=lsp.MessageType.Info if res.passed else lsp.MessageType.Error,
+        message=f'test "{name}": {summary}'))
+    caps = ls.client_capabilities.workspace
+    if caps is not None and caps.code_lens is not None and caps.code_lens.refresh_support:
+        ls.workspace_code_lens_refresh(None)  # the lens shows the result
+    return {"passed": res.passed,
+            "failures": [{"line": f.span.line, "message": f.message} for f in res.failures]}
 
 
 def main(argv: Any = None) -> int:

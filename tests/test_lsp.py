@@ -199,7 +199,7 @@ async def test_rename_a_relation_and_a_variable(client: LanguageClient, tmp_path
     for pos, new in ((_at(text, "member(U, admins)"), "blocked"),
                      (_at(text, "member(U, admins)"), "Member"),
                      (_at(text, "U) :- member"), "admins")):
-        with pytest.raises(Exception, match="exists already|not a"):
+        with pytest.raises(Exception, match=r"exists already|not a"):
             await client.text_document_rename_async(lsp.RenameParams(
                 text_document=lsp.TextDocumentIdentifier(uri), position=pos, new_name=new))
 
@@ -245,8 +245,10 @@ async def test_code_lenses_run_tests_and_count_derivations(client: LanguageClien
             "/// Members of admins may read.\n"
             "admins_read: allowed(U, read, x) :- member(U, admins).\n"
             "member(alice, admins). member(bob, admins). member(carol, staff).\n"
-            'test "admins read" {\n    member(dan, admins).\n    expect allowed(dan, read, x).\n}\n'
-            'test "staff read" {\n    member(erin, staff).\n    expect allowed(erin, read, x).\n}\n')
+            'test "admins read" {\n    member(dan, admins).\n'
+            "    expect allowed(dan, read, x).\n}\n"
+            'test "staff read" {\n    member(erin, staff).\n'
+            "    expect allowed(erin, read, x).\n}\n")
     path = tmp_path / "policy.gl"
     path.write_text(text)
     uri = _open(client, path)

@@ -5,7 +5,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev-spark-peers
 
-.PHONY: demo test lint typecheck unit bench bench-store bench-service clean install
+.PHONY: demo test lint typecheck unit grammar vsix docs-html bench bench-store bench-service \
+	bench-list bench-lsp clean install
 
 # the dev tools, the Spark extra (pyspark, graphframes-py) and the peer engines: `make test`
 # runs the Spark tests and checks the peers of the benchmarks against the oracle
@@ -25,8 +26,9 @@ demo: $(STAMP)
 	-$(BIN)/grantlog check --model gravitino --facts examples/gravitino/facts.gl \
 		carol load_table m1.lakehouse.sales.customers --explain
 
-## The whole test suite: lint, type check, unit/property/golden tests, rule-file tests.
-test: $(STAMP) lint typecheck unit
+## The whole test suite: lint, type check, unit/property/golden tests, rule-file tests, and
+## the TextMate grammar's tests when Node.js is there (it is on the project's machines).
+test: $(STAMP) lint typecheck unit grammar
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -38,6 +40,29 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/python tools/typecheck.py
+
+# the VS Code extension's npm packages (vsce, vscode-tmgrammar-test, shiki), from its lock file
+VSCODE := editors/vscode
+$(VSCODE)/node_modules/.installed: $(VSCODE)/package-lock.json
+	cd $(VSCODE) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+## The TextMate grammar's tests (vscode-tmgrammar-test over editors/vscode/tests/*.test.gl).
+grammar:
+	@if command -v npm >/dev/null; then \
+		$(MAKE) --no-print-directory $(VSCODE)/node_modules/.installed && \
+		cd $(VSCODE) && npx vscode-tmgrammar-test -g syntaxes/grantlog.tmLanguage.json \
+			"tests/*.test.gl"; \
+	else echo "grammar tests skipped: Node.js (npm) is not installed"; fi
+
+## The VS Code extension as editors/vscode/grantlog.vsix (code --install-extension ...).
+vsix: $(VSCODE)/node_modules/.installed
+	cd $(VSCODE) && npx vsce package --skip-license --allow-missing-repository \
+		--out grantlog.vsix
+
+## The shipped models as highlighted HTML (docs/models/*.html), with shiki and the grammar.
+docs-html: $(VSCODE)/node_modules/.installed
+	cd $(VSCODE) && node scripts/highlight.mjs
 
 $(VENV)/.installed-bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
@@ -56,6 +81,13 @@ bench-store: $(STAMP)
 bench-service: $(STAMP)
 	command -v wrk >/dev/null || apt-get install -y wrk
 	$(BIN)/python benchmarks/service_bench.py --write
+
+## Listing over the whole metalake (issue 16) and the language server's latency (issue 17).
+bench-list: $(STAMP)
+	$(BIN)/python benchmarks/list_bench.py --write
+
+bench-lsp: $(STAMP)
+	$(BIN)/python benchmarks/lsp_bench.py --write
 
 clean:
 	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache .hypothesis .typecheck

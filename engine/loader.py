@@ -15,7 +15,7 @@ from pathlib import Path
 
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
-from grantlog.grammar.facts import parse_fast
+from grantlog.grammar.facts import parse_cached
 
 
 @dataclass
@@ -114,7 +114,7 @@ class _Loader:
     def _module(self, text: str, name: str, real: str, base_dir: str) -> None:
         self.out.sources[name] = text
         try:
-            mod = parse_fast(text, name)  # plain fact lines without the LALR parser
+            mod = parse_cached(text, name)  # fact lines without the LALR parser; kept
         except GrantlogError as e:
             self.out.diagnostics.extend(e.diagnostics)
             self.done.add(real)

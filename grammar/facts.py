@@ -14,6 +14,7 @@ statement, which the full parser then reads).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -160,3 +161,21 @@ def parse_fast(text: str, file: str = "<input>") -> ast.Module:
     return ast.Module(file, tuple(st for _, st, _ in merged),
                       mod.comments if mod is not None else (),
                       tuple(e for _, _, e in merged), span=Span(file, 1, 1, end, 1))
+
+
+#: texts up to this size are kept parsed (an editor re-checks unchanged imports on every edit)
+CACHE_TEXT = 1 << 18
+
+
+@functools.lru_cache(maxsize=32)
+def _parse_kept(text: str, file: str) -> ast.Module:
+    return parse_fast(text, file)
+
+
+def parse_cached(text: str, file: str = "<input>") -> ast.Module:
+    """:func:`parse_fast`, kept for the last 32 (file, text) pairs of up to 256 KiB: the AST
+    is immutable, so the compiler and the language server share one parse of a file that did
+    not change. A text that does not parse is parsed again each time (the error is raised)."""
+    if len(text) > CACHE_TEXT:
+        return parse_fast(text, file)
+    return _parse_kept(text, file)

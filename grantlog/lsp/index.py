@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import GrantlogError
-from grantlog.grammar.facts import parse_fast
+from grantlog.grammar.facts import parse_cached
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Index:
                 if attempt is None:
                     continue
                 try:
-                    module = parse_fast(attempt, file)
+                    module = parse_cached(attempt, file)
                 except GrantlogError:
                     continue
                 self.parsed[file] = attempt

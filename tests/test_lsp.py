@@ -170,6 +170,14 @@ async def test_outline_and_formatting(client: LanguageClient, tmp_path: Path) ->
         text_document=lsp.TextDocumentIdentifier(muri),
         options=lsp.FormattingOptions(tab_size=4, insert_spaces=True)))
     assert edits and edits[0].new_text == format_text(messy, str(path))
+    # a file that does not parse is left alone (its diagnostics say why)
+    buri = _open(client, tmp_path / "broken.gl", "rel member(user.\n")
+    edits = await client.text_document_formatting_async(lsp.DocumentFormattingParams(
+        text_document=lsp.TextDocumentIdentifier(buri),
+        options=lsp.FormattingOptions(tab_size=4, insert_spaces=True)))
+    assert not edits
+    got = await _diagnostics(client, buri, lambda ds: bool(ds))
+    assert got[0].code == "syntax-error"
 
 
 @pytest.mark.asyncio

@@ -28,6 +28,7 @@ from .evaluate import EvalStats, Evaluator
 from .explain import Explanation, Proof, Prover, WhyNot
 from .incremental import Change, Maintainer
 from .plan import plan_bound
+from .residual import SYM, Partial, Residual, conj, disj
 from .stats import Statistics
 
 INSERTED = "inserted at run time"
@@ -841,6 +842,42 @@ class Reasoner:
         if all(isinstance(x, str) for x in values):
             return Answers(sorted(values), revision)  # the value order among strings
         return Answers(sorted(values, key=ir.value_key), revision)
+
+    def filter(self, subject: str, operation: str, type: str | None = None,
+               at_least: int | None = None) -> Residual:
+        """The condition a resource must meet for ``decision(subject, operation, R)`` to
+        hold (with ``type``: and be of that type): the decision partially evaluated with
+        the resource unknown (engine/residual.py). ``filter-unsupported`` when a rule the
+        decision reaches says something of the resource a filter cannot."""
+        if at_least is not None:
+            self.wait_for(at_least)
+        rel = self._decision()
+        with self._read():
+            ctx = self._context()
+            partial = Partial(self.program, ctx, self._base)
+            found = partial.atom(rel, (subject, operation, SYM))
+            cond = disj([c for _, c in found])
+            if type is not None:
+                cond = conj([("type", type), cond])
+            revision = self.revision
+        has = "ancestor_or_self" in self.program.relations
+
+        def ancestors(x: ir.Value) -> set[ir.Value]:
+            if not has:
+                return {x}
+            return {b["A"] for b in self.query(f"ancestor_or_self(A, {ir.show_value(x)})")}
+
+        def types(x: ir.Value) -> set[ir.Value]:
+            if "entity" not in self.program.relations:
+                return set()
+            return {b["T"] for b in self.query(f"entity({ir.show_value(x)}, T)")}
+
+        def parents(x: ir.Value) -> set[ir.Value]:
+            if "contains" not in self.program.relations:
+                return set()
+            return {b["P"] for b in self.query(f"contains(P, {ir.show_value(x)})")}
+
+        return Residual(subject, operation, cond, revision, ancestors, types, parents)
 
     def _kinds(self, ctx: DemandContext, candidates: Sequence[ir.Value],
                fixed: set[ir.Value], known: set[tuple[str, int]] | None = None,

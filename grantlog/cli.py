@@ -262,6 +262,28 @@ def cmd_list(a: argparse.Namespace) -> int:
     return EXIT_OK if found else EXIT_NO
 
 
+def cmd_filter(a: argparse.Namespace) -> int:
+    *files, subject, operation = a.args
+    r = _reasoner(a, _compile(_inputs(a, files), a.strict))
+    f = r.filter(subject, operation, a.type)
+    if a.sql is None:
+        _out(json.dumps(f.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    here = Span("<command line>", 0, 0, 0, 0)
+    if a.layout is None:
+        raise GrantlogError([error("bad-option", "--sql needs --layout FILE (the catalog "
+                                   "table's name and columns)", here)])
+    try:
+        from grantlog.filters import Layout, select_sql, to_sql
+    except ImportError as exc:
+        raise GrantlogError([error("missing-dependency", f"SQL filters need sqlglot ({exc})",
+                                   here, "install it with `pip install 'grantlog[filters]'`")]) \
+            from None
+    layout = Layout.load(a.layout)
+    _out((to_sql if a.where else select_sql)(f, layout, a.sql))
+    return EXIT_OK
+
+
 def cmd_who(a: argparse.Namespace) -> int:
     *files, operation, resource = a.args
     r = _reasoner(a, _compile(_inputs(a, files), a.strict))
@@ -437,6 +459,18 @@ def build_parser() -> argparse.ArgumentParser:
                          "(ancestor_or_self(CONTAINER, resource))")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_list)
+
+    sp = add("filter", "the condition a resource must meet for SUBJECT to perform OPERATION "
+             "on it: JSON, or SQL over a catalog table (--sql, --layout)", inputs=True)
+    sp.add_argument("args", nargs="+", metavar="FILE... SUBJECT OPERATION")
+    sp.add_argument("--type", "-t", help="only resources with entity(resource, TYPE)")
+    sp.add_argument("--sql", choices=["sqlite", "postgres", "spark", "trino"],
+                    help="render the filter as a SQL query in this dialect (needs --layout)")
+    sp.add_argument("--layout", metavar="FILE",
+                    help="the catalog table: a TOML file (table, id, type, parent, path)")
+    sp.add_argument("--where", action="store_true",
+                    help="with --sql, print only the WHERE condition")
+    sp.set_defaults(fn=cmd_filter)
 
     sp = add("who", "the subjects that may perform OPERATION on RESOURCE", inputs=True)
     sp.add_argument("args", nargs="+", metavar="FILE... OPERATION RESOURCE")

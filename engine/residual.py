@@ -1,0 +1,392 @@
+"""Data filters: the decision partially evaluated with the resource unknown.
+
+``Reasoner.filter(subject, operation)`` asks ``allowed(subject, operation, R)`` with ``R`` a
+symbol standing for any resource, and evaluates every rule it reaches: what does not depend on
+``R`` is evaluated on the facts (the subject's roles, their grants, the user's metalake), and
+what does becomes a condition on ``R``. The answer is a residual: a formula over the resource
+built from
+
+* ``("is", v)``: the resource is ``v``; ``("in", values)``: one of them;
+* ``("type", t)``: ``entity(R, t)``;
+* ``("under", a)``: ``ancestor_or_self(a, R)`` (the prelude's hierarchy);
+* ``("parent", p)``: ``contains(p, R)``;
+* ``("and", parts)``, ``("or", parts)``, ``("not", part)``, ``("true",)``, ``("false",)``.
+
+For the hierarchy models this reads "under one of these objects and not under one of those,
+of this type, in one of these schemas". What cannot be expressed this way — a comparison of
+the resource by order, a recursive relation over it other than the hierarchy — is refused with
+``filter-unsupported`` naming the rule, never turned into a condition that admits too much.
+A residual is exact for the facts it was made from: a resource it admits is one ``check``
+allows (tests/test_residual.py compares the two for every resource of the shipped models).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from grantlog.grammar.diagnostics import GrantlogError, Span, error
+
+from . import ir
+
+Cond = tuple[Any, ...]
+TRUE: Cond = ("true",)
+FALSE: Cond = ("false",)
+
+
+class _Symbol:
+    """The unknown resource."""
+
+    def __repr__(self) -> str:
+        return "?R"
+
+
+SYM: Any = _Symbol()
+_UNBOUND: Any = None
+
+#: relations of the prelude whose meaning over the resource is built in
+HIERARCHY = ("ancestor_or_self", "ancestor", "contains", "entity")
+
+
+def conj(parts: Sequence[Cond]) -> Cond:
+    out: list[Cond] = []
+    for p in parts:
+        if p == FALSE:
+            return FALSE
+        if p == TRUE:
+            continue
+        out.extend(p[1] if p[0] == "and" else (p,))
+    uniq = list(dict.fromkeys(out))
+    if not uniq:
+        return TRUE
+    return uniq[0] if len(uniq) == 1 else ("and", tuple(uniq))
+
+
+def disj(parts: Sequence[Cond]) -> Cond:
+    out: list[Cond] = []
+    for p in parts:
+        if p == TRUE:
+            return TRUE
+        if p == FALSE:
+            continue
+        out.extend(p[1] if p[0] == "or" else (p,))
+    uniq = list(dict.fromkeys(out))
+    if not uniq:
+        return FALSE
+    return uniq[0] if len(uniq) == 1 else ("or", tuple(uniq))
+
+
+def neg(c: Cond) -> Cond:
+    if c == TRUE:
+        return FALSE
+    if c == FALSE:
+        return TRUE
+    if c[0] == "not":
+        return c[1]  # type: ignore[no-any-return]
+    return ("not", c)
+
+
+def unsupported(message: str, rule: ir.Rule | None) -> GrantlogError:
+    span = rule.span if rule is not None else Span("<filter>", 0, 0, 0, 0)
+    where = f" (rule `{rule.name}`)" if rule is not None else ""
+    return GrantlogError([error("filter-unsupported", message + where, span,
+                                "a filter can say what a resource's type, its place in the "
+                                "hierarchy and its own name must be; list() answers the rest")])
+
+
+class Partial:
+    """One partial evaluation over a read's view ``ctx`` (engine/demand.py)."""
+
+    def __init__(self, program: ir.Program, ctx: Any,
+                 base: dict[str, dict[ir.Row, None]]) -> None:
+        self.program = program
+        self.ctx = ctx
+        #: base facts given for derived relations (the reasoner's)
+        self.base = base
+        self.rules: dict[str, list[ir.Rule]] = {}
+        for r in program.rules:
+            self.rules.setdefault(r.head.rel, []).append(r)
+        self.derived = program.derived
+        self.memo: dict[tuple[str, tuple[Any, ...]], list[tuple[tuple[Any, ...], Cond]]] = {}
+        self.active: set[tuple[str, tuple[Any, ...]]] = set()
+        self.rule: ir.Rule | None = None
+
+    # -- atoms ---------------------------------------------------------------------------------
+
+    def lookup(self, rel: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """Concrete rows of ``rel`` matching the bound ``args`` (None: unbound)."""
+        cols = tuple(i for i, a in enumerate(args) if a is not _UNBOUND)
+        key = tuple(args[i] for i in cols)
+        if not cols:
+            return list(self.ctx.F[rel])
+        got = self.ctx.lookup(rel, cols, key)
+        return list(got)
+
+    def atom(self, rel: str, args: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Cond]]:
+        """The rows of ``rel`` matching ``args`` (values, :data:`SYM`, or None for unbound),
+        each with the condition on the resource under which it holds."""
+        if not any(a is SYM for a in args):
+            return [(row, TRUE) for row in self.lookup(rel, args)]
+        k = (rel, args)
+        got = self.memo.get(k)
+        if got is not None:
+            return got
+        if k in self.active:
+            raise unsupported(f"`{rel}` is recursive over the resource", self.rule)
+        self.active.add(k)
+        try:
+            got = self._atom(rel, args)
+        finally:
+            self.active.discard(k)
+        self.memo[k] = got
+        return got
+
+    def _atom(self, rel: str, args: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Cond]]:
+        relations = self.program.relations
+        if rel in ("ancestor_or_self", "ancestor") and "contains" in relations:
+            a, b = args
+            if b is SYM and a is not SYM:
+                if a is _UNBOUND:
+                    raise unsupported(f"`{rel}(A, R)` with `A` unknown", self.rule)
+                c = ("under", a) if rel == "ancestor_or_self" else \
+                    conj([("under", a), neg(("is", a))])
+                return [((a, SYM), c)]
+            if a is SYM and b is not SYM and b is not _UNBOUND:  # R is above b
+                above = {row[0] for row in self.lookup(rel, (_UNBOUND, b))}
+                return [((SYM, b), ("in", frozenset(above)))] if above else []
+            raise unsupported(f"`{rel}` with the resource in both places", self.rule)
+        if rel in self.derived and rel not in ("contains", "entity"):
+            out = self._rules(rel, args)
+            given = self.base.get(rel)
+            if given:  # base facts of a derived relation
+                out += self._stored(rel, args, [r for r in given if all(
+                    a is _UNBOUND or a is SYM or a == v for a, v in zip(args, r, strict=True))])
+            return out
+        if rel == "entity" and args[0] is SYM and args[1] is not SYM:
+            if args[1] is not _UNBOUND:
+                return [((SYM, args[1]), ("type", args[1]))]
+            types = {row[1] for row in self.ctx.F["entity"]}
+            return [((SYM, t), ("type", t)) for t in sorted(types, key=ir.value_key)]
+        if rel == "contains" and args[1] is SYM and args[0] not in (SYM, _UNBOUND):
+            return [((args[0], SYM), ("parent", args[0]))]
+        return self._stored(rel, args)
+
+    def _stored(self, rel: str, args: tuple[Any, ...],
+                rows: list[ir.Row] | None = None) -> list[tuple[tuple[Any, ...], Cond]]:
+        """A stored relation with the resource in some columns: the values those columns
+        hold in the rows that match the rest, grouped by the unbound columns' values."""
+        sym = [i for i, a in enumerate(args) if a is SYM]
+        plain = tuple(_UNBOUND if a is SYM else a for a in args)
+        groups: dict[tuple[Any, ...], set[Any]] = {}
+        for row in self.lookup(rel, plain) if rows is None else rows:
+            first = row[sym[0]]
+            if any(row[i] != first for i in sym):
+                continue  # the resource twice: both columns the same value
+            key = tuple(SYM if i in sym else v for i, v in enumerate(row))
+            groups.setdefault(key, set()).add(first)
+        return [(key, ("is", next(iter(vs))) if len(vs) == 1 else ("in", frozenset(vs)))
+                for key, vs in groups.items()]
+
+    def _rules(self, rel: str, args: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Cond]]:
+        out: list[tuple[tuple[Any, ...], Cond]] = []
+        for rule in self.rules.get(rel, ()):
+            env: dict[str, Any] = {}
+            conds: list[Cond] = []
+            ok = True
+            for t, a in zip(rule.head.args, args, strict=True):
+                if isinstance(t, ir.Const):
+                    if a is SYM:
+                        conds.append(("is", t.value))
+                    elif a is not _UNBOUND and a != t.value:
+                        ok = False
+                        break
+                    continue
+                have = env.get(t.name, _UNBOUND)
+                if have is _UNBOUND:
+                    env[t.name] = a
+                elif a is not _UNBOUND and have != a:
+                    if a is SYM or have is SYM:
+                        conds.append(("is", have if a is SYM else a))
+                        env[t.name] = have if have is not SYM else a
+                    else:
+                        ok = False
+                        break
+            if not ok:
+                continue
+            outer, self.rule = self.rule, rule
+            try:
+                for e, c in self.body(list(rule.body), env, conj(conds)):
+                    head = tuple(t.value if isinstance(t, ir.Const) else e.get(t.name, _UNBOUND)
+                                 for t in rule.head.args)
+                    out.append((head, c))
+            finally:
+                self.rule = outer
+        # the same row from several rules or bindings: one disjunction
+        merged: dict[tuple[Any, ...], list[Cond]] = {}
+        for row, c in out:
+            merged.setdefault(row, []).append(c)
+        return [(row, disj(cs)) for row, cs in merged.items()]
+
+    # -- bodies --------------------------------------------------------------------------------
+
+    def body(self, lits: list[ir.Lit], env: dict[str, Any], cond: Cond,
+             ) -> Iterator[tuple[dict[str, Any], Cond]]:
+        """Every binding of a body (concrete where it can be), with its condition."""
+        if cond == FALSE:
+            return
+        if not lits:
+            yield env, cond
+            return
+        i = self._next(lits, env)
+        lit = lits[i]
+        rest = lits[:i] + lits[i + 1:]
+        if isinstance(lit, ir.Cmp):
+            yield from self._cmp(lit, rest, env, cond)
+        elif isinstance(lit, ir.Neg):
+            args = tuple(self._value(t, env) for t in lit.atom.args)
+            found = self.atom(lit.atom.rel, tuple(
+                _UNBOUND if isinstance(t, ir.Var) and t.name.startswith("_?") else a
+                for t, a in zip(lit.atom.args, args, strict=True)))
+            yield from self.body(rest, env, conj([cond, neg(disj([c for _, c in found]))]))
+        else:
+            args = tuple(self._value(t, env) for t in lit.args)
+            for row, c in self.atom(lit.rel, args):
+                e = dict(env)
+                ok = True
+                for t, v in zip(lit.args, row, strict=True):
+                    if isinstance(t, ir.Var):
+                        have = e.get(t.name, _UNBOUND)
+                        if have is _UNBOUND:
+                            e[t.name] = v
+                        elif have != v:
+                            ok = False
+                            break
+                if ok:
+                    yield from self.body(rest, e, conj([cond, c]))
+
+    def _value(self, t: ir.Term, env: dict[str, Any]) -> Any:
+        return t.value if isinstance(t, ir.Const) else env.get(t.name, _UNBOUND)
+
+    def _next(self, lits: list[ir.Lit], env: dict[str, Any]) -> int:
+        """The literal to evaluate next: a bound comparison or negation, then an atom
+        without the resource (most bound arguments first), then one with it whose other
+        arguments are bound, then anything."""
+        def bound(t: ir.Term) -> bool:
+            return isinstance(t, ir.Const) or env.get(t.name, _UNBOUND) is not _UNBOUND
+
+        def named(t: ir.Term) -> bool:
+            return not (isinstance(t, ir.Var) and t.name.startswith("_?"))
+
+        best, score = 0, -1.0
+        for i, lit in enumerate(lits):
+            if isinstance(lit, ir.Cmp):
+                s = 100.0 if bound(lit.left) and bound(lit.right) else -1.0
+                if lit.op == "=" and (bound(lit.left) or bound(lit.right)):
+                    s = max(s, 90.0)
+            elif isinstance(lit, ir.Neg):
+                s = 80.0 if all(bound(t) for t in lit.atom.args if named(t)) else -1.0
+            else:
+                vals = [self._value(t, env) for t in lit.args]
+                has_sym = any(v is SYM for v in vals)
+                nb = sum(1 for v in vals if v is not _UNBOUND)
+                if not has_sym:
+                    s = 50.0 + nb - (0 if nb else 10)
+                else:
+                    others = [v for v in vals if v is not SYM]
+                    s = 20.0 + (10.0 if all(v is not _UNBOUND for v in others) else 0.0)
+                    if lit.rel in ("ancestor_or_self", "ancestor") and vals[0] is _UNBOUND:
+                        s = 0.0  # needs the ancestor first
+            if s > score:
+                best, score = i, s
+        return best
+
+    def _cmp(self, lit: ir.Cmp, rest: list[ir.Lit], env: dict[str, Any], cond: Cond,
+             ) -> Iterator[tuple[dict[str, Any], Cond]]:
+        a, b = self._value(lit.left, env), self._value(lit.right, env)
+        if lit.op == "=" and (a is _UNBOUND) != (b is _UNBOUND):
+            var = lit.left if a is _UNBOUND else lit.right
+            assert isinstance(var, ir.Var)
+            e = dict(env)
+            e[var.name] = b if a is _UNBOUND else a
+            yield from self.body(rest, e, cond)
+            return
+        if a is _UNBOUND or b is _UNBOUND:
+            raise unsupported(f"`{lit}` compares an unbound variable", self.rule)
+        if a is SYM or b is SYM:
+            other = b if a is SYM else a
+            if other is SYM:
+                c = TRUE if lit.op in ("=", "<=", ">=") else FALSE
+            elif lit.op == "=":
+                c = ("is", other)
+            elif lit.op == "!=":
+                c = neg(("is", other))
+            else:
+                raise unsupported(f"`{lit}` orders the resource", self.rule)
+            yield from self.body(rest, env, conj([cond, c]))
+            return
+        if _compare(lit.op, a, b):
+            yield from self.body(rest, env, cond)
+
+
+def _compare(op: str, a: Any, b: Any) -> bool:
+    if op == "=":
+        return bool(a == b)
+    if op == "!=":
+        return bool(a != b)
+    ka, kb = ir.value_key(a), ir.value_key(b)
+    return {"<": ka < kb, "<=": ka <= kb, ">": ka > kb, ">=": ka >= kb}[op]
+
+
+class Residual:
+    """A filter: the condition a resource must meet (``cond``), for ``subject`` and
+    ``operation`` at ``revision``; ``holds(x)`` decides it for a known resource."""
+
+    def __init__(self, subject: ir.Value, operation: ir.Value, cond: Cond, revision: int,
+                 ancestors: Any, types: Any, parents: Any) -> None:
+        self.subject, self.operation, self.cond, self.revision = (
+            subject, operation, cond, revision)
+        self._ancestors, self._types, self._parents = ancestors, types, parents
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"subject": self.subject, "operation": self.operation,
+                "revision": self.revision, "condition": to_json(self.cond)}
+
+    def holds(self, resource: ir.Value) -> bool:
+        return self._eval(self.cond, resource)
+
+    def _eval(self, c: Cond, x: ir.Value) -> bool:
+        tag = c[0]
+        if tag == "true":
+            return True
+        if tag == "false":
+            return False
+        if tag == "is":
+            return bool(x == c[1])
+        if tag == "in":
+            return x in c[1]
+        if tag == "type":
+            return c[1] in self._types(x)
+        if tag == "under":
+            return c[1] in self._ancestors(x)
+        if tag == "parent":
+            return c[1] in self._parents(x)
+        if tag == "and":
+            return all(self._eval(p, x) for p in c[1])
+        if tag == "or":
+            return any(self._eval(p, x) for p in c[1])
+        if tag == "not":
+            return not self._eval(c[1], x)
+        raise ValueError(tag)
+
+
+def to_json(c: Cond) -> Any:
+    tag = c[0]
+    if tag in ("true", "false"):
+        return tag == "true"
+    if tag in ("and", "or"):
+        return {tag: [to_json(p) for p in c[1]]}
+    if tag == "not":
+        return {"not": to_json(c[1])}
+    if tag == "in":
+        return {"in": sorted(c[1], key=ir.value_key)}
+    return {tag: c[1]}

@@ -1,0 +1,151 @@
+"""Data filters rendered as SQL (sqlglot) for a catalog table the caller describes.
+
+A :class:`Layout` says which table holds the resources and which of its columns hold the id,
+the type, the parent and (optionally) a materialized path — the ids from the root down to the
+resource, each followed by the separator, e.g. ``/m1/m1.c1/m1.c1.s1/``::
+
+    # layout.toml
+    table = "catalog_objects"
+    id = "id"
+    type = "kind"           # optional: needed by filters that name a type
+    parent = "parent_id"    # optional: "under X" by a recursive query
+    path = "path"           # optional: "under X" by a substring test (faster, and Spark SQL)
+    path_separator = "/"
+
+:func:`to_sql` renders a residual (``Reasoner.filter``) as a WHERE condition for SQLite,
+PostgreSQL, Spark SQL or Trino; :func:`select_sql` as the whole query of the ids. A condition
+the layout cannot express (a type without a type column, "under" without a parent or path)
+is refused with ``filter-layout``, never rendered as one that admits more.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+from grantlog.engine.residual import Cond, Residual
+from grantlog.grammar.diagnostics import GrantlogError, Span, error
+
+DIALECTS = ("sqlite", "postgres", "spark", "trino")
+
+
+@dataclass(frozen=True)
+class Layout:
+    table: str
+    id: str = "id"
+    type: str | None = None
+    parent: str | None = None
+    path: str | None = None
+    path_separator: str = "/"
+
+    @staticmethod
+    def load(path: str | Path) -> Layout:
+        where = Span(str(path), 0, 0, 0, 0)
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise GrantlogError([error("bad-layout", f"cannot read the layout: {exc}",
+                                       where)]) from None
+        known = set(Layout.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown or "table" not in data or not all(isinstance(v, str)
+                                                     for v in data.values()):
+            raise GrantlogError([error(
+                "bad-layout", "a layout names `table` and any of "
+                f"{', '.join(sorted(known - {'table'}))}, each a string"
+                + (f" (unknown: {', '.join(unknown)})" if unknown else ""), where)])
+        return Layout(**data)
+
+
+def _layout_error(message: str) -> GrantlogError:
+    return GrantlogError([error("filter-layout", message, Span("<layout>", 0, 0, 0, 0),
+                                "add the column to the layout, or list() the resources")])
+
+
+def _lit(v: Any) -> exp.Expr:
+    return exp.Literal.number(v) if isinstance(v, int) else exp.Literal.string(str(v))
+
+
+class _Render:
+    def __init__(self, layout: Layout, dialect: str) -> None:
+        if dialect not in DIALECTS:
+            raise GrantlogError([error("bad-option", f"`{dialect}` is not one of "
+                                       f"{', '.join(DIALECTS)}", Span("<options>", 0, 0, 0, 0))])
+        self.layout, self.dialect = layout, dialect
+
+    def col(self, name: str, table: str | None = None) -> exp.Column:
+        return exp.column(exp.to_identifier(name), table=exp.to_identifier(table)
+                          if table else None)
+
+    def cond(self, c: Cond) -> exp.Expr:
+        tag, lay = c[0], self.layout
+        if tag == "true":
+            return exp.true()
+        if tag == "false":
+            return exp.false()
+        if tag == "is":
+            return exp.EQ(this=self.col(lay.id), expression=_lit(c[1]))
+        if tag == "in":
+            return exp.In(this=self.col(lay.id),
+                          expressions=[_lit(v) for v in sorted(c[1], key=str)])
+        if tag == "type":
+            if lay.type is None:
+                raise _layout_error("the filter needs the resource's type; the layout has no "
+                                    "`type` column")
+            return exp.EQ(this=self.col(lay.type), expression=_lit(c[1]))
+        if tag == "parent":
+            if lay.parent is None:
+                raise _layout_error("the filter needs the resource's parent; the layout has "
+                                    "no `parent` column")
+            return exp.EQ(this=self.col(lay.parent), expression=_lit(c[1]))
+        if tag == "under":
+            return self.under(c[1])
+        if tag == "and":
+            return exp.and_(*[self.cond(p) for p in c[1]])
+        if tag == "or":
+            return exp.or_(*[self.cond(p) for p in c[1]])
+        if tag == "not":
+            return exp.not_(exp.paren(self.cond(c[1])))
+        raise ValueError(tag)
+
+    def under(self, a: Any) -> exp.Expr:
+        lay = self.layout
+        if lay.path is not None:
+            sep = lay.path_separator
+            piece = exp.Literal.string(f"{sep}{a}{sep}")
+            return exp.GT(this=exp.StrPosition(this=self.col(lay.path), substr=piece),
+                          expression=exp.Literal.number(0))
+        if lay.parent is None:
+            raise _layout_error("the filter needs the resource's place in the hierarchy; the "
+                                "layout has neither a `path` nor a `parent` column")
+        if self.dialect == "spark":
+            raise _layout_error("Spark SQL has no recursive queries: give the layout a "
+                                "`path` column for filters over the hierarchy")
+        # id IN (WITH RECURSIVE sub(id) AS (a UNION ALL its children) SELECT id FROM sub)
+        t, sub = lay.table, "grantlog_under"
+        seed = exp.select(self.col(lay.id)).from_(exp.to_identifier(t)).where(
+            exp.EQ(this=self.col(lay.id), expression=_lit(a)))
+        step = exp.select(self.col(lay.id, t)).from_(exp.to_identifier(t)).join(
+            exp.to_identifier(sub),
+            on=exp.EQ(this=self.col(lay.parent, t), expression=self.col("id", sub)))
+        body = exp.union(seed, step, distinct=False)
+        q = exp.select(self.col("id", sub)).from_(exp.to_identifier(sub)).with_(
+            f"{sub}(id)", as_=body, recursive=True)
+        return self.col(lay.id).isin(query=q)
+
+
+def to_sql(residual: Residual, layout: Layout, dialect: str = "postgres") -> str:
+    """The residual as a WHERE condition over ``layout`` in ``dialect``."""
+    return _Render(layout, dialect).cond(residual.cond).sql(dialect=dialect)
+
+
+def select_sql(residual: Residual, layout: Layout, dialect: str = "postgres") -> str:
+    """``SELECT id FROM table WHERE <the residual>``."""
+    r = _Render(layout, dialect)
+    q = exp.select(r.col(layout.id)).from_(exp.to_identifier(layout.table)).where(
+        r.cond(residual.cond))
+    return q.sql(dialect=dialect)

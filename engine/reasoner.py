@@ -28,7 +28,16 @@ from .evaluate import EvalStats, Evaluator
 from .explain import Explanation, Proof, Prover, WhyNot
 from .incremental import Change, Maintainer
 from .plan import plan_bound
-from .residual import SYM, Partial, Residual, conj, disj
+from .residual import (
+    SYM,
+    Hierarchy,
+    Partial,
+    Residual,
+    conj,
+    disj,
+    enumerate_admitted,
+    prelude_hierarchy,
+)
 from .stats import Statistics
 
 INSERTED = "inserted at run time"
@@ -814,6 +823,14 @@ class Reasoner:
             self._relation("entity")
         if within is not None:
             self._relation("ancestor_or_self")
+        fast = None
+        if within is None:  # through the filter: walked down from what it admits
+            fast = self._list_filtered(subject, operation, type)
+            if fast is not None:
+                values = set(fast[0])
+                if all(isinstance(x, str) for x in values):
+                    return Answers(sorted(values), fast[1])
+                return Answers(sorted(values, key=ir.value_key), fast[1])
         with self._read():
             ctx = self._context()
             if within is None:
@@ -842,6 +859,29 @@ class Reasoner:
         if all(isinstance(x, str) for x in values):
             return Answers(sorted(values), revision)  # the value order among strings
         return Answers(sorted(values, key=ir.value_key), revision)
+
+    def _list_filtered(self, subject: str, operation: str, type: str | None,
+                       ) -> tuple[builtins.list[ir.Value], int] | None:
+        """``list`` through the decision's filter, when the model has the prelude's
+        hierarchy and the filter bounds the resources: output-sensitive (the subtrees the
+        filter names, not every resource); None otherwise."""
+        if not prelude_hierarchy(self.program):
+            return None
+        rel = self._decision()
+        with self._read():
+            ctx = self._context()
+            try:
+                found = Partial(self.program, ctx, self._base).atom(
+                    rel, (subject, operation, SYM))
+            except GrantlogError as err:
+                if err.diagnostics and err.diagnostics[0].code == "filter-unsupported":
+                    return None
+                raise
+            cond = disj([c for _, c in found])
+            if type is not None:
+                cond = conj([("type", type), cond])
+            got = enumerate_admitted(cond, Hierarchy(ctx))
+            return None if got is None else (got, self.revision)
 
     def filter(self, subject: str, operation: str, type: str | None = None,
                at_least: int | None = None) -> Residual:

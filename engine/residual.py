@@ -44,8 +44,25 @@ class _Symbol:
 SYM: Any = _Symbol()
 _UNBOUND: Any = None
 
-#: relations of the prelude whose meaning over the resource is built in
-HIERARCHY = ("ancestor_or_self", "ancestor", "contains", "entity")
+#: the prelude's hierarchy (rules/prelude.gl), whose meaning over the resource is built in:
+#: a program that defines these relations otherwise has them evaluated like any other
+PRELUDE = {
+    "ancestor": {"ancestor(P, C) :- contains(P, C).",
+                 "ancestor(A, C) :- ancestor(A, P), contains(P, C)."},
+    "ancestor_or_self": {"ancestor_or_self(X, X) :- entity(X, _?0).",
+                         "ancestor_or_self(A, X) :- ancestor(A, X)."},
+}
+
+
+def prelude_hierarchy(program: ir.Program) -> bool:
+    """Whether ``program``'s hierarchy is the prelude's: ``contains`` and ``entity`` stored,
+    ``ancestor`` their transitive closure, ``ancestor_or_self`` it and every entity."""
+    if program.derived & {"contains", "entity"}:
+        return False
+    for rel, want in PRELUDE.items():
+        if {str(r) for r in program.rules if r.head.rel == rel} != want:
+            return False
+    return True
 
 
 def conj(parts: Sequence[Cond]) -> Cond:
@@ -73,7 +90,25 @@ def disj(parts: Sequence[Cond]) -> Cond:
     uniq = list(dict.fromkeys(out))
     if not uniq:
         return FALSE
-    return uniq[0] if len(uniq) == 1 else ("or", tuple(uniq))
+    if len(uniq) == 1:
+        return uniq[0]
+    # what every alternative requires is required once: (a ∧ x) ∨ (a ∧ y) = a ∧ (x ∨ y),
+    # and an alternative that requires no more than another makes it redundant (a ∨ (a ∧ x)
+    # = a), so a user's grants become one set of objects to be under
+    common = set(uniq[0][1]) if uniq[0][0] == "and" else {uniq[0]}
+    for p in uniq[1:]:
+        common &= set(p[1]) if p[0] == "and" else {p}
+        if not common:
+            break
+    if common:
+        rest = [conj([q for q in p[1] if q not in common]) if p[0] == "and" else TRUE
+                for p in uniq]
+        shared = [q for q in (uniq[0][1] if uniq[0][0] == "and" else (uniq[0],))
+                  if q in common]
+        return conj([*shared, disj(rest)])
+    singles = {p for p in uniq if p[0] != "and"}
+    kept = [p for p in uniq if p[0] != "and" or singles.isdisjoint(p[1])]
+    return kept[0] if len(kept) == 1 else ("or", tuple(kept))
 
 
 def neg(c: Cond) -> Cond:
@@ -108,6 +143,7 @@ class Partial:
             self.rules.setdefault(r.head.rel, []).append(r)
         self.derived = program.derived
         self.memo: dict[tuple[str, tuple[Any, ...]], list[tuple[tuple[Any, ...], Cond]]] = {}
+        self.hierarchy = prelude_hierarchy(program)
         self.active: set[tuple[str, tuple[Any, ...]]] = set()
         self.rule: ir.Rule | None = None
 
@@ -142,8 +178,7 @@ class Partial:
         return got
 
     def _atom(self, rel: str, args: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Cond]]:
-        relations = self.program.relations
-        if rel in ("ancestor_or_self", "ancestor") and "contains" in relations:
+        if rel in ("ancestor_or_self", "ancestor") and self.hierarchy:
             a, b = args
             if b is SYM and a is not SYM:
                 if a is _UNBOUND:
@@ -162,12 +197,13 @@ class Partial:
                 out += self._stored(rel, args, [r for r in given if all(
                     a is _UNBOUND or a is SYM or a == v for a, v in zip(args, r, strict=True))])
             return out
-        if rel == "entity" and args[0] is SYM and args[1] is not SYM:
+        if rel == "entity" and args[0] is SYM and args[1] is not SYM and self.hierarchy:
             if args[1] is not _UNBOUND:
                 return [((SYM, args[1]), ("type", args[1]))]
             types = {row[1] for row in self.ctx.F["entity"]}
             return [((SYM, t), ("type", t)) for t in sorted(types, key=ir.value_key)]
-        if rel == "contains" and args[1] is SYM and args[0] not in (SYM, _UNBOUND):
+        if rel == "contains" and args[1] is SYM and args[0] not in (SYM, _UNBOUND) and \
+                self.hierarchy:
             return [((args[0], SYM), ("parent", args[0]))]
         return self._stored(rel, args)
 
@@ -390,3 +426,188 @@ def to_json(c: Cond) -> Any:
     if tag == "in":
         return {"in": sorted(c[1], key=ir.value_key)}
     return {tag: c[1]}
+
+
+class Hierarchy:
+    """The prelude's hierarchy read from a view's stored indexes (``contains``, ``entity``)."""
+
+    def __init__(self, ctx: Any) -> None:
+        from .database import stored_get
+
+        self._down = stored_get(ctx.base_index("contains", (0,)))
+        self._up = stored_get(ctx.base_index("contains", (1,)))
+        self._types = stored_get(ctx.base_index("entity", (0,)))
+
+    @staticmethod
+    def _rows(got: tuple[Any, bool], key: Any) -> Any:
+        get, unique = got
+        b = get(key)
+        return () if b is None else (b,) if unique else b
+
+    def types(self, x: Any) -> set[Any]:
+        return {row[1] for row in self._rows(self._types, x)}
+
+    def parents(self, x: Any) -> list[Any]:
+        return [row[0] for row in self._rows(self._up, x)]
+
+    def children(self, x: Any) -> list[Any]:
+        return [row[1] for row in self._rows(self._down, x)]
+
+    def above(self, x: Any) -> set[Any]:
+        """``ancestor_or_self(A, x)``: every strict ancestor, and ``x`` if it is an entity."""
+        out = {x} if self._rows(self._types, x) else set()
+        todo = self.parents(x)
+        seen: set[Any] = set()
+        while todo:
+            p = todo.pop()
+            if p in seen:
+                continue
+            seen.add(p)
+            out.add(p)
+            todo.extend(self.parents(p))
+        return out
+
+
+Test = Any  # a compiled condition: (x, above(x), types(x), parents(x)) -> bool
+
+
+def compile_cond(c: Cond) -> Test:
+    """``c`` as a function of a resource's name, ancestors-or-self, types and parents; a
+    disjunction's ``under``/``is``/``type``/``parent`` parts are one set test each."""
+    tag = c[0]
+    if tag == "true":
+        return lambda x, a, t, p: True
+    if tag == "false":
+        return lambda x, a, t, p: False
+    if tag == "is":
+        v = c[1]
+        return lambda x, a, t, p: x == v
+    if tag == "in":
+        vs = c[1]
+        return lambda x, a, t, p: x in vs
+    if tag == "under":
+        v = c[1]
+        return lambda x, a, t, p: v in a
+    if tag == "type":
+        v = c[1]
+        return lambda x, a, t, p: v in t
+    if tag == "parent":
+        v = c[1]
+        return lambda x, a, t, p: v in p
+    if tag == "not":
+        f = compile_cond(c[1])
+        return lambda x, a, t, p: not f(x, a, t, p)
+    if tag == "and":
+        fs = [compile_cond(q) for q in c[1]]
+        return lambda x, a, t, p: all(f(x, a, t, p) for f in fs)
+    assert tag == "or"
+    under = frozenset(q[1] for q in c[1] if q[0] == "under")
+    names = frozenset(v for q in c[1] if q[0] in ("is", "in")
+                      for v in ((q[1],) if q[0] == "is" else q[1]))
+    types = frozenset(q[1] for q in c[1] if q[0] == "type")
+    parents = frozenset(q[1] for q in c[1] if q[0] == "parent")
+    rest = [compile_cond(q) for q in c[1] if q[0] not in ("under", "is", "in", "type",
+                                                           "parent")]
+
+    def any_of(x: Any, a: Any, t: Any, p: Any) -> bool:
+        return (not under.isdisjoint(a) or x in names or not types.isdisjoint(t)
+                or not parents.isdisjoint(p) or any(f(x, a, t, p) for f in rest))
+    return any_of
+
+
+def seeds(c: Cond, h: Hierarchy) -> list[tuple[str, Any]] | None:
+    """Where the resources ``c`` admits can be found: ``("is", v)`` or ``("under", a)``
+    entries (a resource the condition admits is one of them or below one), or None when the
+    condition does not bound them (a negation, a type alone)."""
+    tag = c[0]
+    if tag == "false":
+        return []
+    if tag == "is":
+        return [("is", c[1])]
+    if tag == "in":
+        return [("is", v) for v in sorted(c[1], key=ir.value_key)]
+    if tag == "under":
+        return [("under", c[1])]
+    if tag == "parent":
+        return [("is", x) for x in h.children(c[1])]
+    if tag == "or":
+        out: list[tuple[str, Any]] = []
+        for q in c[1]:
+            got = seeds(q, h)
+            if got is None:
+                return None
+            out += got
+        return out
+    if tag == "and":
+        options = [s for s in (seeds(q, h) for q in c[1]) if s is not None]
+        if not options:
+            return None
+        # the narrowest: the one whose walk visits the fewest resources (a named resource
+        # counts one)
+        cap = 1024  # each option walked up to a bound that grows until one fits in it
+        while True:
+            sizes = [_walk_size(o, h, cap) for o in options]
+            i = min(range(len(options)), key=sizes.__getitem__)
+            if sizes[i] <= cap or cap > 1 << 40:
+                return options[i]
+            cap *= 8
+    return None
+
+
+def _walk_size(seed: list[tuple[str, Any]], h: Hierarchy, cap: int | None) -> int:
+    """How many resources a walk from ``seed`` visits (stopping past ``cap``)."""
+    n = 0
+    seen: set[Any] = set()
+    todo = [(v, k == "under") for k, v in seed]
+    while todo:
+        x, down = todo.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        n += 1
+        if cap is not None and n > cap:
+            return n
+        if down:
+            todo.extend((c, True) for c in h.children(x))
+    return n
+
+
+def enumerate_admitted(c: Cond, h: Hierarchy) -> list[Any] | None:
+    """Every resource ``c`` admits, found by walking down from its seeds (each resource
+    visited once, its ancestors carried down the walk), or None when ``c`` does not bound
+    them."""
+    found = seeds(c, h)
+    if found is None:
+        return None
+    test = compile_cond(c)
+    out: list[Any] = []
+    seen: set[Any] = set()
+    for kind, v in found:
+        if v in seen:
+            continue
+        above = h.above(v)
+        if kind == "is":
+            seen.add(v)
+            if test(v, above, h.types(v), h.parents(v)):
+                out.append(v)
+            continue
+        # walk down; a node with one parent inherits its ancestors from the walk
+        stack = [(v, above)]
+        while stack:
+            x, a = stack.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            types = h.types(x)
+            parents = h.parents(x)
+            if test(x, a, types, parents):
+                out.append(x)
+            for child in h.children(x):
+                if child in seen:
+                    continue
+                if len(h.parents(child)) == 1:  # its ancestors: x and x's, and itself
+                    ca = a | {x, child} if h.types(child) else a | {x}
+                else:
+                    ca = h.above(child)
+                stack.append((child, ca))
+    return out

@@ -218,3 +218,38 @@ def test_the_filter_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert sql.startswith("SELECT id FROM objects WHERE type = 'table' AND ")
     assert main([*args, "--sql", "sqlite"]) == 2
     assert "--sql needs --layout" in capsys.readouterr().err
+
+
+def _lists_agree(r: grantlog.Reasoner, subjects: list[Any], ops: list[Any],
+                 values: list[Any]) -> None:
+    types = sorted({row[1] for row in r.rows("entity")}, key=ir.value_key)
+    for s, o in itertools.product(subjects, ops):
+        allowed = [x for x in values if r.check(s, o, x).allowed]
+        assert list(r.list(s, o)) == sorted(allowed, key=ir.value_key), (s, o)
+        for t in types[:3]:
+            want = [x for x in allowed if r.ask(f"entity({ir.show_value(x)}, "
+                                                f"{ir.show_value(t)})")]
+            assert list(r.list(s, o, type=t)) == sorted(want, key=ir.value_key), (s, o, t)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_list_equals_one_check_per_resource(model: str) -> None:
+    """``list`` walks down from what the filter admits where it can; its answers are those of
+    one check per value, with and without a type."""
+    r = grantlog.Reasoner(_program(model))
+    _lists_agree(r, *_questions(r))
+
+
+@pytest.mark.parametrize("model", ["gravitino", "cdap_parent", "three_tier", "onehouse"])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_list_on_generated_worlds(model: str, data: st.DataObject) -> None:
+    facts = data.draw(_world(model), label="world")
+    r = grantlog.Reasoner(_program(model, facts))
+    subjects, ops, values = _questions(r)
+    subjects = data.draw(st.lists(st.sampled_from(subjects), min_size=1, max_size=2,
+                                  unique=True), label="subjects")
+    if ops:
+        ops = data.draw(st.lists(st.sampled_from(ops), min_size=1, max_size=3, unique=True),
+                        label="operations")
+    _lists_agree(r, subjects, ops, values)

@@ -104,29 +104,26 @@ async def test_an_edit_in_an_import_rechecks_its_importers(client: LanguageClien
     assert got[0].code == "arity-mismatch" and got[0].range.start.line == 1
 
 
+async def _hover(client: LanguageClient, uri: str, pos: lsp.Position) -> str:
+    got = await client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri), position=pos))
+    assert got is not None and isinstance(got.contents, lsp.MarkupContent)
+    return got.contents.value
+
+
 @pytest.mark.asyncio
 async def test_hover_shows_a_relations_declaration_and_doc(client: LanguageClient) -> None:
     text = GRAVITINO.read_text()
     uri = _open(client, GRAVITINO)
-    pos = _at(text, "in_usable_schema(U, T),")
-    got = await client.text_document_hover_async(lsp.HoverParams(
-        text_document=lsp.TextDocumentIdentifier(uri), position=pos))
-    assert got is not None and isinstance(got.contents, lsp.MarkupContent)
-    assert "rel in_usable_schema(user: string, object: string)" in got.contents.value
-    assert "declared at gravitino.gl:" in got.contents.value
+    got = await _hover(client, uri, _at(text, "in_usable_schema(U, T),"))
+    assert "rel in_usable_schema(user: string, object: string)" in got
+    assert "declared at gravitino.gl:" in got
     # a rule's label: its name and doc line
-    pos = _at(text, "load_table: allowed(U, load_table, T)")
-    got = await client.text_document_hover_async(lsp.HoverParams(
-        text_document=lsp.TextDocumentIdentifier(uri), position=pos))
-    assert got is not None and isinstance(got.contents, lsp.MarkupContent)
-    assert "rule `load_table`" in got.contents.value
-    assert "load catalog and schema" in got.contents.value
+    got = await _hover(client, uri, _at(text, "load_table: allowed(U, load_table, T)"))
+    assert "rule `load_table`" in got and "load catalog and schema" in got
     # a relation of the imported prelude
-    pos = _at(text, "ancestor_or_self(A, O)")
-    got = await client.text_document_hover_async(lsp.HoverParams(
-        text_document=lsp.TextDocumentIdentifier(uri), position=pos))
-    assert got is not None and isinstance(got.contents, lsp.MarkupContent)
-    assert "declared at prelude.gl:" in got.contents.value
+    got = await _hover(client, uri, _at(text, "ancestor_or_self(A, O)"))
+    assert "declared at prelude.gl:" in got
 
 
 @pytest.mark.asyncio

@@ -97,15 +97,22 @@ def _world(model: str) -> st.SearchStrategy[str]:
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_filters_on_generated_worlds(model: str, data: st.DataObject) -> None:
+    r, subjects, ops, values = _drawn(model, data, 3, 4)
+    _agree(r, subjects, ops, values, model)
+
+
+def _drawn(model: str, data: st.DataObject, n_subjects: int, n_ops: int,
+           ) -> tuple[grantlog.Reasoner, list[Any], list[Any], list[Any]]:
+    """A generated world's reasoner, some of its subjects and operations, and its values."""
     facts = data.draw(_world(model), label="world")
     r = grantlog.Reasoner(_program(model, facts))
     subjects, ops, values = _questions(r)
-    subjects = data.draw(st.lists(st.sampled_from(subjects), min_size=1, max_size=3,
-                                  unique=True), label="subjects")
+    subjects = data.draw(st.lists(st.sampled_from(subjects), min_size=1,
+                                  max_size=n_subjects, unique=True), label="subjects")
     if ops:
-        ops = data.draw(st.lists(st.sampled_from(ops), min_size=1, max_size=4, unique=True),
-                        label="operations")
-    _agree(r, subjects, ops, values, model)
+        ops = data.draw(st.lists(st.sampled_from(ops), min_size=1, max_size=n_ops,
+                                 unique=True), label="operations")
+    return r, subjects, ops, values
 
 
 def _objects(r: grantlog.Reasoner) -> list[tuple[Any, Any, Any, str]]:
@@ -244,12 +251,5 @@ def test_list_equals_one_check_per_resource(model: str) -> None:
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_list_on_generated_worlds(model: str, data: st.DataObject) -> None:
-    facts = data.draw(_world(model), label="world")
-    r = grantlog.Reasoner(_program(model, facts))
-    subjects, ops, values = _questions(r)
-    subjects = data.draw(st.lists(st.sampled_from(subjects), min_size=1, max_size=2,
-                                  unique=True), label="subjects")
-    if ops:
-        ops = data.draw(st.lists(st.sampled_from(ops), min_size=1, max_size=3, unique=True),
-                        label="operations")
+    r, subjects, ops, values = _drawn(model, data, 2, 3)
     _lists_agree(r, subjects, ops, values)

@@ -61,7 +61,7 @@ class Layout:
         return Layout(**data)
 
 
-def _layout_error(message: str) -> GrantlogError:
+def layout_error(message: str) -> GrantlogError:
     return GrantlogError([error("filter-layout", message, Span("<layout>", 0, 0, 0, 0),
                                 "add the column to the layout, or list() the resources")])
 
@@ -94,12 +94,12 @@ class _Render:
                           expressions=[_lit(v) for v in sorted(c[1], key=str)])
         if tag == "type":
             if lay.type is None:
-                raise _layout_error("the filter needs the resource's type; the layout has no "
+                raise layout_error("the filter needs the resource's type; the layout has no "
                                     "`type` column")
             return exp.EQ(this=self.col(lay.type), expression=_lit(c[1]))
         if tag == "parent":
             if lay.parent is None:
-                raise _layout_error("the filter needs the resource's parent; the layout has "
+                raise layout_error("the filter needs the resource's parent; the layout has "
                                     "no `parent` column")
             return exp.EQ(this=self.col(lay.parent), expression=_lit(c[1]))
         if tag == "under":
@@ -120,10 +120,10 @@ class _Render:
             return exp.GT(this=exp.StrPosition(this=self.col(lay.path), substr=piece),
                           expression=exp.Literal.number(0))
         if lay.parent is None:
-            raise _layout_error("the filter needs the resource's place in the hierarchy; the "
+            raise layout_error("the filter needs the resource's place in the hierarchy; the "
                                 "layout has neither a `path` nor a `parent` column")
         if self.dialect == "spark":
-            raise _layout_error("Spark SQL has no recursive queries: give the layout a "
+            raise layout_error("Spark SQL has no recursive queries: give the layout a "
                                 "`path` column for filters over the hierarchy")
         # id IN (WITH RECURSIVE sub(id) AS (a UNION ALL its children) SELECT id FROM sub)
         t, sub = lay.table, "grantlog_under"

@@ -1,0 +1,75 @@
+"""A data filter (``Reasoner.filter``, engine/residual.py) as a PySpark ``Column`` over a
+DataFrame of resources laid out as grantlog/filters.py's :class:`~grantlog.filters.Layout`
+says: ``df.where(to_column(f, layout))`` keeps the resources the filter admits.
+
+The hierarchy is read from the path column (Spark SQL has no recursive queries): every
+``under`` of a disjunction becomes one ``arrays_overlap`` of the path's ids with the objects
+named, so a user's thousands of grants are one expression, not a chain of ORs. A condition
+the layout cannot express is refused with ``filter-layout``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grantlog.engine.residual import Cond, Residual
+
+from grantlog.filters import Layout, layout_error
+
+
+def to_column(residual: Residual, layout: Layout) -> Any:
+    """The filter as a Column (import pyspark lazily: `grantlog[spark]`)."""
+    from pyspark.sql import functions as F
+
+    def col(name: str | None, what: str) -> Any:
+        if name is None:
+            raise layout_error(f"the filter needs the resource's {what}; the layout has no "
+                               f"`{what}` column")
+        return F.col(name)
+
+    def path_ids() -> Any:
+        if layout.path is None:
+            raise layout_error("Spark has no recursive queries: give the layout a `path` "
+                               "column for filters over the hierarchy")
+        return F.split(F.col(layout.path), _regex(layout.path_separator))
+
+    def build(c: Cond) -> Any:
+        tag = c[0]
+        if tag in ("true", "false"):
+            return F.lit(tag == "true")
+        if tag == "is":
+            return F.col(layout.id) == F.lit(c[1])
+        if tag == "in":
+            return F.col(layout.id).isin(sorted(c[1], key=str))
+        if tag == "type":
+            return col(layout.type, "type") == F.lit(c[1])
+        if tag == "parent":
+            return col(layout.parent, "parent") == F.lit(c[1])
+        if tag == "under":
+            return F.array_contains(path_ids(), F.lit(c[1]))
+        if tag == "not":
+            return ~build(c[1])
+        parts = list(c[1])
+        if tag == "and":
+            out = build(parts[0])
+            for p in parts[1:]:
+                out = out & build(p)
+            return out
+        unders = [p[1] for p in parts if p[0] == "under"]
+        rest = [p for p in parts if p[0] != "under"]
+        terms = []
+        if unders:
+            terms.append(F.arrays_overlap(path_ids(), F.array(*[F.lit(a) for a in unders])))
+        terms += [build(p) for p in rest]
+        out = terms[0]
+        for t in terms[1:]:
+            out = out | t
+        return out
+
+    return build(residual.cond)
+
+
+def _regex(sep: str) -> str:
+    import re
+
+    return re.escape(sep)

@@ -30,6 +30,7 @@ from .incremental import Change, Maintainer
 from .plan import plan_bound
 from .residual import (
     SYM,
+    Cond,
     Hierarchy,
     Partial,
     Residual,
@@ -116,6 +117,14 @@ class _Goal:
     fn: RunFn
     #: plans by atom order (chosen from statistics)
     ordered: dict[tuple[int, ...], RunFn] = field(default_factory=dict)
+
+
+def _sorted_answers(found: Iterable[ir.Value], revision: int) -> Answers[ir.Value]:
+    """Distinct values in value order (plain string order when all are strings)."""
+    values = set(found)
+    if all(isinstance(x, str) for x in values):
+        return Answers(sorted(values), revision)
+    return Answers(sorted(values, key=ir.value_key), revision)
 
 
 def _dependents(program: ir.Program) -> dict[str, frozenset[str]]:
@@ -823,14 +832,9 @@ class Reasoner:
             self._relation("entity")
         if within is not None:
             self._relation("ancestor_or_self")
-        fast = None
-        if within is None:  # through the filter: walked down from what it admits
-            fast = self._list_filtered(subject, operation, type)
-            if fast is not None:
-                values = set(fast[0])
-                if all(isinstance(x, str) for x in values):
-                    return Answers(sorted(values), fast[1])
-                return Answers(sorted(values, key=ir.value_key), fast[1])
+        fast = self._list_filtered(subject, operation, type) if within is None else None
+        if fast is not None:  # through the filter: walked down from what it admits
+            return _sorted_answers(fast[0], fast[1])
         with self._read():
             ctx = self._context()
             if within is None:
@@ -855,10 +859,7 @@ class Reasoner:
                         decided += kind
                 found = decided
             revision = self.revision
-        values = set(found)
-        if all(isinstance(x, str) for x in values):
-            return Answers(sorted(values), revision)  # the value order among strings
-        return Answers(sorted(values, key=ir.value_key), revision)
+        return _sorted_answers(found, revision)
 
     def _list_filtered(self, subject: str, operation: str, type: str | None,
                        ) -> tuple[builtins.list[ir.Value], int] | None:
@@ -867,21 +868,24 @@ class Reasoner:
         filter names, not every resource); None otherwise."""
         if not prelude_hierarchy(self.program):
             return None
-        rel = self._decision()
         with self._read():
             ctx = self._context()
             try:
-                found = Partial(self.program, ctx, self._base).atom(
-                    rel, (subject, operation, SYM))
+                cond = self._residual(ctx, subject, operation, type)
             except GrantlogError as err:
                 if err.diagnostics and err.diagnostics[0].code == "filter-unsupported":
                     return None
                 raise
-            cond = disj([c for _, c in found])
-            if type is not None:
-                cond = conj([("type", type), cond])
             got = enumerate_admitted(cond, Hierarchy(ctx))
             return None if got is None else (got, self.revision)
+
+    def _residual(self, ctx: DemandContext, subject: str, operation: str,
+                  type: str | None) -> Cond:
+        """The decision's condition on the resource for ``subject`` and ``operation``."""
+        found = Partial(self.program, ctx, self._base).atom(
+            self._decision(), (subject, operation, SYM))
+        cond = disj([c for _, c in found])
+        return cond if type is None else conj([("type", type), cond])
 
     def filter(self, subject: str, operation: str, type: str | None = None,
                at_least: int | None = None) -> Residual:
@@ -891,14 +895,8 @@ class Reasoner:
         decision reaches says something of the resource a filter cannot."""
         if at_least is not None:
             self.wait_for(at_least)
-        rel = self._decision()
         with self._read():
-            ctx = self._context()
-            partial = Partial(self.program, ctx, self._base)
-            found = partial.atom(rel, (subject, operation, SYM))
-            cond = disj([c for _, c in found])
-            if type is not None:
-                cond = conj([("type", type), cond])
+            cond = self._residual(self._context(), subject, operation, type)
             revision = self.revision
         has = "ancestor_or_self" in self.program.relations
 

@@ -54,15 +54,28 @@ PRELUDE = {
 }
 
 
+def rules_by_head(program: ir.Program) -> dict[str, list[ir.Rule]]:
+    """``program``'s rules by the relation they derive (made once per program)."""
+    got = program.compiled.get("rules_by_head")
+    if got is None:
+        by: dict[str, list[ir.Rule]] = {}
+        for r in program.rules:
+            by.setdefault(r.head.rel, []).append(r)
+        got = program.compiled["rules_by_head"] = by
+    assert isinstance(got, dict)
+    return got
+
+
 def prelude_hierarchy(program: ir.Program) -> bool:
     """Whether ``program``'s hierarchy is the prelude's: ``contains`` and ``entity`` stored,
-    ``ancestor`` their transitive closure, ``ancestor_or_self`` it and every entity."""
-    if program.derived & {"contains", "entity"}:
-        return False
-    for rel, want in PRELUDE.items():
-        if {str(r) for r in program.rules if r.head.rel == rel} != want:
-            return False
-    return True
+    ``ancestor`` their transitive closure, ``ancestor_or_self`` it and every entity (found
+    once per program)."""
+    got = program.compiled.get("prelude_hierarchy")
+    if got is None:
+        got = program.compiled["prelude_hierarchy"] = not (
+            program.derived & {"contains", "entity"}) and all(
+            {str(r) for r in program.rules_for(rel)} == want for rel, want in PRELUDE.items())
+    return bool(got)
 
 
 def conj(parts: Sequence[Cond]) -> Cond:
@@ -138,9 +151,7 @@ class Partial:
         self.ctx = ctx
         #: base facts given for derived relations (the reasoner's)
         self.base = base
-        self.rules: dict[str, list[ir.Rule]] = {}
-        for r in program.rules:
-            self.rules.setdefault(r.head.rel, []).append(r)
+        self.rules = rules_by_head(program)
         self.derived = program.derived
         self.memo: dict[tuple[str, tuple[Any, ...]], list[tuple[tuple[Any, ...], Cond]]] = {}
         self.hierarchy = prelude_hierarchy(program)
@@ -382,37 +393,17 @@ class Residual:
         self.subject, self.operation, self.cond, self.revision = (
             subject, operation, cond, revision)
         self._ancestors, self._types, self._parents = ancestors, types, parents
+        self._test: Test | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"subject": self.subject, "operation": self.operation,
                 "revision": self.revision, "condition": to_json(self.cond)}
 
     def holds(self, resource: ir.Value) -> bool:
-        return self._eval(self.cond, resource)
-
-    def _eval(self, c: Cond, x: ir.Value) -> bool:
-        tag = c[0]
-        if tag == "true":
-            return True
-        if tag == "false":
-            return False
-        if tag == "is":
-            return bool(x == c[1])
-        if tag == "in":
-            return x in c[1]
-        if tag == "type":
-            return c[1] in self._types(x)
-        if tag == "under":
-            return c[1] in self._ancestors(x)
-        if tag == "parent":
-            return c[1] in self._parents(x)
-        if tag == "and":
-            return all(self._eval(p, x) for p in c[1])
-        if tag == "or":
-            return any(self._eval(p, x) for p in c[1])
-        if tag == "not":
-            return not self._eval(c[1], x)
-        raise ValueError(tag)
+        if self._test is None:
+            self._test = compile_cond(self.cond)
+        x = resource
+        return bool(self._test(x, self._ancestors(x), self._types(x), self._parents(x)))
 
 
 def to_json(c: Cond) -> Any:

@@ -49,3 +49,18 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def workers(pid: int) -> list[int]:
+    """A server's worker processes (not multiprocessing's resource tracker), from Linux's
+    /proc."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                cmd = Path(f"/proc/{child}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"resource_tracker" not in cmd:
+                out.append(int(child))
+    return out

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from httpserver import serve
+from httpserver import serve, workers
 
 import grantlog
 from grantlog.service import auth
@@ -433,20 +433,6 @@ def test_decision_logs_and_their_replay(tmp_path: Path,
     assert "0 would change" in capsys.readouterr().out
 
 
-def _children(pid: int) -> list[int]:
-    """The server's worker processes (not multiprocessing's resource tracker)."""
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            try:
-                cmd = Path(f"/proc/{child}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"resource_tracker" not in cmd:
-                out.append(int(child))
-    return out
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to find "
                     "the worker processes")
 def test_a_killed_worker_loses_no_acknowledged_write(tmp_path: Path) -> None:
@@ -478,14 +464,14 @@ def test_a_killed_worker_loses_no_acknowledged_write(tmp_path: Path) -> None:
 
     try:
         deadline = time.monotonic() + 30
-        while len(_children(proc.pid)) < 2 and time.monotonic() < deadline:
+        while len(workers(proc.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
-        workers = _children(proc.pid)
-        assert len(workers) == 2
+        started = workers(proc.pid)
+        assert len(started) == 2
         t = threading.Thread(target=writer, daemon=True)
         t.start()
         time.sleep(1.0)
-        os.kill(workers[0], signal.SIGKILL)
+        os.kill(started[0], signal.SIGKILL)
         # the other worker keeps answering meanwhile
         for _ in range(20):
             got = httpx.post(url + "/v1/check", timeout=10, json={
@@ -497,12 +483,12 @@ def test_a_killed_worker_loses_no_acknowledged_write(tmp_path: Path) -> None:
         t.join(timeout=30)
         deadline = time.monotonic() + 60  # uvicorn starts a new worker, which catches up
         while time.monotonic() < deadline:
-            alive = _children(proc.pid)
-            if len(alive) == 2 and workers[0] not in alive:
+            alive = workers(proc.pid)
+            if len(alive) == 2 and started[0] not in alive:
                 break
             time.sleep(0.2)
-        alive = _children(proc.pid)
-        assert len(alive) == 2 and workers[0] not in alive, "no new worker replaced the dead"
+        alive = workers(proc.pid)
+        assert len(alive) == 2 and started[0] not in alive, "no new worker replaced the dead"
         last = max(revisions)
         for _ in range(20):  # whichever worker answers, it has applied every write
             got = httpx.post(url + "/v1/check", timeout=30, json={

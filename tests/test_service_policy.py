@@ -14,7 +14,7 @@ import httpx
 import pytest
 from grantlog.engine.compiler import compile_program
 from grantlog.grammar.diagnostics import GrantlogError
-from httpserver import serve, stop
+from httpserver import serve, stop, workers
 
 import grantlog
 
@@ -178,14 +178,6 @@ def test_without_a_store_the_written_facts_move_to_the_new_policy(tmp_path: Path
         stop(proc)
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        kids = (task / "children").read_text().split()
-        out += [int(k) for k in kids]
-    return out
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").exists(),
                     reason="needs Linux /proc to find the worker processes")
 def test_every_worker_and_a_restarted_one_serve_the_new_policy(tmp_path: Path) -> None:
@@ -211,11 +203,11 @@ def test_every_worker_and_a_restarted_one_serve_the_new_policy(tmp_path: Path) -
             assert time.monotonic() < deadline, "a worker kept the old policy"
             time.sleep(0.2)
         # a worker killed now is restarted by uvicorn and reads the store's newest policy
-        workers = _children(proc.pid)
-        os.kill(workers[0], signal.SIGKILL)
+        started = workers(proc.pid)
+        os.kill(started[0], signal.SIGKILL)
         deadline = time.monotonic() + 60
         while True:
-            alive = [p for p in _children(proc.pid) if p != workers[0]]
+            alive = [p for p in workers(proc.pid) if p != started[0]]
             if len(alive) >= 2:
                 break
             assert time.monotonic() < deadline, "no worker replaced the killed one"

@@ -95,18 +95,14 @@ class GrantlogServer(LanguageServer):
         sources.setdefault(path, texts.get(path, ""))
         indexed = dict(sources)
         for ex in _examples(self, path):  # their facts' constants complete arguments
-            try:
-                with open(ex, encoding="utf-8") as src:
-                    indexed.setdefault(ex, src.read())
-            except OSError:
-                pass
+            text = _read(ex)
+            if text is not None:
+                indexed.setdefault(ex, text)
         fallback = dict(self.parsed)
-        if path not in fallback and os.path.isfile(path):  # opened while it does not parse
-            try:
-                with open(path, encoding="utf-8") as src:
-                    fallback[path] = src.read()
-            except (OSError, UnicodeDecodeError):
-                pass
+        if path not in fallback:  # opened while it does not parse: the file on disk
+            text = _read(path)
+            if text is not None:
+                fallback[path] = text
         index = self.indexes[path] = Index(indexed, fallback)
         self.parsed.update(index.parsed)
         by_file: dict[str, list[lsp.Diagnostic]] = {f: [] for f in sources}
@@ -130,11 +126,7 @@ class GrantlogServer(LanguageServer):
         if index is None:
             texts = self.open_paths()
             if path not in texts:
-                try:
-                    with open(path, encoding="utf-8") as f:
-                        texts[path] = f.read()
-                except OSError:
-                    texts[path] = ""
+                texts[path] = _read(path) or ""
             self.check(path, texts)
             index = self.indexes[path]
         return path, index
@@ -142,6 +134,15 @@ class GrantlogServer(LanguageServer):
     def name_at(self, uri: str, pos: lsp.Position) -> tuple[Index, Name | None]:
         path, index = self.index_for(uri)
         return index, index.at(path, pos.line + 1, pos.character + 1)
+
+
+def _read(path: str) -> str | None:
+    """A file's text from disk (None when it cannot be read as UTF-8)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _digest(texts: dict[str, str]) -> str:
@@ -474,8 +475,10 @@ def run_test_command(ls: GrantlogServer, uri: str, name: str) -> dict[str, Any]:
     path = to_fs_path(uri) or uri
     texts = ls.open_paths()
     if path not in texts:
-        with open(path, encoding="utf-8") as f:
-            texts[path] = f.read()
+        text = _read(path)
+        if text is None:
+            return {"passed": False, "message": f"cannot read `{path}`"}
+        texts[path] = text
     try:
         program = compile_program(None, [path], files=texts)
     except GrantlogError as err:

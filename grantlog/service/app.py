@@ -36,6 +36,7 @@ from grantlog.engine import ir
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 from grantlog.reasoner import Reasoner
 from grantlog.store import StoredPolicy
+from grantlog.store.base import policy_conflict
 from grantlog.store.reasoner import StoredReasoner
 
 from . import auth, metrics, policy
@@ -184,7 +185,7 @@ class Service:
             old = self.reasoner
             previous = self.program.digest
             if if_hash is not None and if_hash != previous and not self.config.store:
-                raise policy.conflict(if_hash, previous)
+                raise policy_conflict(if_hash, previous, "<request>")
             if self.config.store:
                 new = self._reasoner(program)  # checks the store fits; old keeps serving
                 assert isinstance(new, StoredReasoner)

@@ -137,8 +137,3 @@ class Watcher(threading.Thread):
         finally:
             self.store.close()
 
-
-def conflict(expected: str, current: str) -> GrantlogError:
-    return GrantlogError([error("policy-conflict", f"the policy is `{current}`, not `{expected}` "
-                                "(`if_hash`): someone replaced it meanwhile", _here(),
-                                "read it again (GET /v1/policy) and retry")])

@@ -41,6 +41,14 @@ Delta = dict[str, set[ir.Row]]
 #: a transaction writing this many rows refreshes the planner's statistics
 ANALYZE_AFTER = 10_000
 
+def policy_conflict(expected: str, current: str, where: str) -> GrantlogError:
+    """A policy replacement whose ``if_hash`` is not the current policy's hash."""
+    return GrantlogError([error("policy-conflict", f"the policy is `{current}`, not "
+                                f"`{expected}` (`if_hash`): someone replaced it meanwhile",
+                                Span(where, 0, 0, 0, 0),
+                                "read it again (GET /v1/policy) and retry")])
+
+
 def store_error(code: str, message: str, url: str, help: str | None = None) -> GrantlogError:
     return GrantlogError([error(code, message, Span(url, 0, 0, 0, 0), help)])
 
@@ -389,10 +397,7 @@ class Store(ABC):
                 cur.execute("SELECT policy FROM grantlog_head WHERE id = 1")
                 (current,) = cur.fetchone()
                 if current != if_hash:
-                    raise GrantlogError([error(
-                        "policy-conflict", f"the policy is `{current}`, not `{if_hash}` "
-                        "(`if_hash`): someone replaced it meanwhile",
-                        Span(self.url, 0, 0, 0, 0), "read it again (GET /v1/policy) and retry")])
+                    raise policy_conflict(if_hash, current, self.url)
             cur.execute("SELECT COALESCE(MAX(serial), 0) FROM grantlog_policies")
             serial = int(cur.fetchone()[0]) + 1
             at = time.time()

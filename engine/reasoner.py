@@ -119,12 +119,15 @@ class _Goal:
     ordered: dict[tuple[int, ...], RunFn] = field(default_factory=dict)
 
 
-def _sorted_answers(found: Iterable[ir.Value], revision: int) -> Answers[ir.Value]:
-    """Distinct values in value order (plain string order when all are strings)."""
-    values = set(found)
-    if all(isinstance(x, str) for x in values):
+def _sorted_answers(found: Iterable[ir.Value], revision: int,
+                    distinct: bool = False) -> Answers[ir.Value]:
+    """Distinct values (``distinct``: ``found`` has no duplicates) in value order: the
+    natural order when all are strings or all ints (sorting a mix raises)."""
+    values = found if distinct else set(found)
+    try:
         return Answers(sorted(values), revision)
-    return Answers(sorted(values, key=ir.value_key), revision)
+    except TypeError:
+        return Answers(sorted(values, key=ir.value_key), revision)
 
 
 def _dependents(program: ir.Program) -> dict[str, frozenset[str]]:
@@ -834,7 +837,7 @@ class Reasoner:
             self._relation("ancestor_or_self")
         fast = self._list_filtered(subject, operation, type) if within is None else None
         if fast is not None:  # through the filter: walked down from what it admits
-            return _sorted_answers(fast[0], fast[1])
+            return _sorted_answers(fast[0], fast[1], distinct=True)
         with self._read():
             ctx = self._context()
             if within is None:

@@ -22,7 +22,7 @@ allows (tests/test_residual.py compares the two for every resource of the shippe
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
@@ -157,6 +157,7 @@ class Partial:
         self.hierarchy = prelude_hierarchy(program)
         self.active: set[tuple[str, tuple[Any, ...]]] = set()
         self.rule: ir.Rule | None = None
+        self.fanouts: dict[tuple[Any, ...], float] = {}
 
     # -- atoms ---------------------------------------------------------------------------------
 
@@ -277,39 +278,65 @@ class Partial:
     # -- bodies --------------------------------------------------------------------------------
 
     def body(self, lits: list[ir.Lit], env: dict[str, Any], cond: Cond,
-             ) -> Iterator[tuple[dict[str, Any], Cond]]:
-        """Every binding of a body (concrete where it can be), with its condition."""
+             ) -> list[tuple[dict[str, Any], Cond]]:
+        """Every binding of a body (concrete where it can be), with its condition: the
+        bindings advance together, one literal at a time, the literal chosen once for all
+        bindings whose variables stand for the resource in the same places."""
+        out: list[tuple[dict[str, Any], Cond]] = []
         if cond == FALSE:
-            return
-        if not lits:
-            yield env, cond
-            return
-        i = self._next(lits, env)
-        lit = lits[i]
-        rest = lits[:i] + lits[i + 1:]
+            return out
+        todo: list[tuple[list[ir.Lit], list[tuple[dict[str, Any], Cond]]]] = [
+            (lits, [(env, cond)])]
+        while todo:
+            rest, batch = todo.pop()
+            if not rest:
+                out += batch
+                continue
+            groups: dict[tuple[str, ...], list[tuple[dict[str, Any], Cond]]] = {}
+            for b in batch:
+                groups.setdefault(tuple(k for k, v in b[0].items() if v is SYM), []).append(b)
+            for group in groups.values():
+                i = self._next(rest, group[0][0])
+                got = self._step(rest[i], group)
+                if got:
+                    todo.append((rest[:i] + rest[i + 1:], got))
+        return out
+
+    def _step(self, lit: ir.Lit, batch: list[tuple[dict[str, Any], Cond]],
+              ) -> list[tuple[dict[str, Any], Cond]]:
+        """``batch`` advanced over one literal."""
+        out: list[tuple[dict[str, Any], Cond]] = []
         if isinstance(lit, ir.Cmp):
-            yield from self._cmp(lit, rest, env, cond)
-        elif isinstance(lit, ir.Neg):
-            args = tuple(self._value(t, env) for t in lit.atom.args)
-            found = self.atom(lit.atom.rel, tuple(
-                _UNBOUND if isinstance(t, ir.Var) and t.name.startswith("_?") else a
-                for t, a in zip(lit.atom.args, args, strict=True)))
-            yield from self.body(rest, env, conj([cond, neg(disj([c for _, c in found]))]))
-        else:
+            for env, cond in batch:
+                self._cmp(lit, env, cond, out)
+            return out
+        if isinstance(lit, ir.Neg):
+            for env, cond in batch:
+                args = tuple(self._value(t, env) for t in lit.atom.args)
+                found = self.atom(lit.atom.rel, tuple(
+                    _UNBOUND if isinstance(t, ir.Var) and t.name.startswith("_?") else a
+                    for t, a in zip(lit.atom.args, args, strict=True)))
+                c = conj([cond, neg(disj([c for _, c in found]))])
+                if c != FALSE:
+                    out.append((env, c))
+            return out
+        names = [t.name if isinstance(t, ir.Var) else None for t in lit.args]
+        for env, cond in batch:
             args = tuple(self._value(t, env) for t in lit.args)
             for row, c in self.atom(lit.rel, args):
                 e = dict(env)
-                ok = True
-                for t, v in zip(lit.args, row, strict=True):
-                    if isinstance(t, ir.Var):
-                        have = e.get(t.name, _UNBOUND)
+                for name, v in zip(names, row, strict=True):
+                    if name is not None:
+                        have = e.get(name, _UNBOUND)
                         if have is _UNBOUND:
-                            e[t.name] = v
+                            e[name] = v
                         elif have != v:
-                            ok = False
                             break
-                if ok:
-                    yield from self.body(rest, e, conj([cond, c]))
+                else:
+                    c2 = cond if c == TRUE else conj([cond, c])
+                    if c2 != FALSE:
+                        out.append((e, c2))
+        return out
 
     def _value(self, t: ir.Term, env: dict[str, Any]) -> Any:
         return t.value if isinstance(t, ir.Const) else env.get(t.name, _UNBOUND)
@@ -335,9 +362,8 @@ class Partial:
             else:
                 vals = [self._value(t, env) for t in lit.args]
                 has_sym = any(v is SYM for v in vals)
-                nb = sum(1 for v in vals if v is not _UNBOUND)
-                if not has_sym:
-                    s = 50.0 + nb - (0 if nb else 10)
+                if not has_sym:  # the fewest rows expected first (engine/stats.py)
+                    s = 50.0 + 29.0 / (1.0 + self._fanout(lit, vals))
                 else:
                     others = [v for v in vals if v is not SYM]
                     s = 20.0 + (10.0 if all(v is not _UNBOUND for v in others) else 0.0)
@@ -347,15 +373,30 @@ class Partial:
                 best, score = i, s
         return best
 
-    def _cmp(self, lit: ir.Cmp, rest: list[ir.Lit], env: dict[str, Any], cond: Cond,
-             ) -> Iterator[tuple[dict[str, Any], Cond]]:
+    def _fanout(self, lit: ir.Atom, vals: list[Any]) -> float:
+        """Rows expected from a lookup of ``lit`` with ``vals`` bound (None: unbound)."""
+        cols = tuple(i for i, v in enumerate(vals) if v is not _UNBOUND)
+        consts = tuple((i, t.value) for i, t in enumerate(lit.args) if isinstance(t, ir.Const))
+        k = (lit.rel, cols, consts)
+        got = self.fanouts.get(k)
+        if got is None:
+            stats = self.ctx.plans.stats
+            if stats is None:
+                got = 1.0 if cols else 100.0
+            else:
+                got = stats.estimate(lit.rel, cols, len(vals), consts)[0]
+            self.fanouts[k] = got
+        return got
+
+    def _cmp(self, lit: ir.Cmp, env: dict[str, Any], cond: Cond,
+             out: list[tuple[dict[str, Any], Cond]]) -> None:
         a, b = self._value(lit.left, env), self._value(lit.right, env)
         if lit.op == "=" and (a is _UNBOUND) != (b is _UNBOUND):
             var = lit.left if a is _UNBOUND else lit.right
             assert isinstance(var, ir.Var)
             e = dict(env)
             e[var.name] = b if a is _UNBOUND else a
-            yield from self.body(rest, e, cond)
+            out.append((e, cond))
             return
         if a is _UNBOUND or b is _UNBOUND:
             raise unsupported(f"`{lit}` compares an unbound variable", self.rule)
@@ -369,10 +410,12 @@ class Partial:
                 c = neg(("is", other))
             else:
                 raise unsupported(f"`{lit}` orders the resource", self.rule)
-            yield from self.body(rest, env, conj([cond, c]))
+            c = conj([cond, c])
+            if c != FALSE:
+                out.append((env, c))
             return
         if _compare(lit.op, a, b):
-            yield from self.body(rest, env, cond)
+            out.append((env, cond))
 
 
 def _compare(op: str, a: Any, b: Any) -> bool:
@@ -428,6 +471,14 @@ class Hierarchy:
         self._down = stored_get(ctx.base_index("contains", (0,)))
         self._up = stored_get(ctx.base_index("contains", (1,)))
         self._types = stored_get(ctx.base_index("entity", (0,)))
+        #: every object has at most one parent and one type (the indexes say so as they
+        #: stand): subtrees are disjoint and a walk down knows each node's ancestors
+        self.tree = self._up[1] and self._types[1]
+        self._ctx = ctx
+
+    def kinds(self) -> list[Any]:
+        """Every type an object has."""
+        return list(self._ctx.base_index("entity", (1,)))
 
     @staticmethod
     def _rows(got: tuple[Any, bool], key: Any) -> Any:
@@ -531,8 +582,13 @@ def seeds(c: Cond, h: Hierarchy) -> list[tuple[str, Any]] | None:
         return out
     if tag == "and":
         options = [s for s in (seeds(q, h) for q in c[1]) if s is not None]
-        if not options:
-            return None
+        if len(options) < 2:
+            return options[0] if options else None
+        if h.tree:  # every option's subtrees hold the resource: their intersection
+            out = options[0]
+            for o in options[1:]:
+                out = _meet(out, o, h)
+            return out
         # the narrowest: the one whose walk visits the fewest resources (a named resource
         # counts one)
         cap = 1024  # each option walked up to a bound that grows until one fits in it
@@ -543,6 +599,19 @@ def seeds(c: Cond, h: Hierarchy) -> list[tuple[str, Any]] | None:
                 return options[i]
             cap *= 8
     return None
+
+
+def _meet(s1: list[tuple[str, Any]], s2: list[tuple[str, Any]], h: Hierarchy,
+          ) -> list[tuple[str, Any]]:
+    """Seeds of the resources both ``s1`` and ``s2`` hold, in a tree: two subtrees meet in
+    the deeper one when one holds the other, and not at all otherwise."""
+    def kept(mine: list[tuple[str, Any]], theirs: list[tuple[str, Any]],
+             ) -> list[tuple[str, Any]]:
+        unders = {v for k, v in theirs if k == "under"}
+        named = {v for k, v in theirs if k == "is"}
+        return [(k, v) for k, v in mine
+                if (k == "is" and v in named) or not unders.isdisjoint(h.above(v) | {v})]
+    return list(dict.fromkeys(kept(s1, s2) + kept(s2, s1)))
 
 
 def _walk_size(seed: list[tuple[str, Any]], h: Hierarchy, cap: int | None) -> int:
@@ -566,14 +635,17 @@ def _walk_size(seed: list[tuple[str, Any]], h: Hierarchy, cap: int | None) -> in
 def enumerate_admitted(c: Cond, h: Hierarchy) -> list[Any] | None:
     """Every resource ``c`` admits, found by walking down from its seeds (each resource
     visited once, its ancestors carried down the walk), or None when ``c`` does not bound
-    them."""
+    them. In a tree, without duplicates."""
     found = seeds(c, h)
     if found is None:
         return None
     test = compile_cond(c)
+    if h.tree:
+        return _walk_tree(c, test, found, h)
     out: list[Any] = []
     seen: set[Any] = set()
-    for kind, v in found:
+    # the subtrees first: a node seen in one had its subtree walked, a named one did not
+    for kind, v in sorted(found, key=lambda s: s[0] != "under"):
         if v in seen:
             continue
         above = h.above(v)
@@ -602,3 +674,103 @@ def enumerate_admitted(c: Cond, h: Hierarchy) -> list[Any] | None:
                     ca = h.above(child)
                 stack.append((child, ca))
     return out
+
+
+class _Other:
+    """A resource the condition does not name (stands for every such resource)."""
+
+
+def mentioned(c: Cond) -> set[Any]:
+    """The objects ``c`` names (in ``is``, ``in``, ``under`` and ``parent``)."""
+    tag = c[0]
+    if tag in ("and", "or"):
+        return set().union(*(mentioned(p) for p in c[1]))
+    if tag == "not":
+        return mentioned(c[1])
+    if tag == "in":
+        return set(c[1])
+    if tag in ("is", "under", "parent"):
+        return {c[1]}
+    return set()
+
+
+def _walk_tree(c: Cond, test: Test, found: list[tuple[str, Any]], h: Hierarchy) -> list[Any]:
+    """:func:`enumerate_admitted` in a tree, set-at-a-time below the objects the condition
+    names. Below a node ``x`` with no named object under it, whether a resource is admitted
+    depends only on its type (and, for ``x``'s children, on having ``x`` as parent): the
+    condition is decided once per type there, and the subtree is collected without deciding
+    each resource; a subtree where no type passes is not walked at all. Nodes with a named
+    object below them (a handful per named object) are decided one by one."""
+    named = mentioned(c)
+    busy: set[Any] = set()  # strict ancestors of a named object
+    for v in named:
+        busy |= h.above(v) - {v}
+    types_get = h._types[0]
+    down_get, one_child = h._down  # one_child: the index holds each parent's only row
+    kinds = h.kinds()
+    other = _Other()
+    out: list[Any] = []
+    # the seeds' subtrees, without those inside another seed's
+    unders = {v for k, v in found if k == "under"}
+    starts: dict[Any, bool] = {}
+    for k, v in found:
+        starts[v] = starts.get(v, False) or k == "under"
+    top = [(v, down) for v, down in starts.items() if unders.isdisjoint(h.above(v) - {v})]
+
+    def type_of(x: Any) -> frozenset[Any]:
+        row = types_get(x)
+        return frozenset() if row is None else frozenset((row[1],))
+
+    for v, down in top:
+        a = h.above(v)
+        if test(v, a, type_of(v), h.parents(v)):
+            out.append(v)
+        if not down:
+            continue
+        stack = [(v, a | {v})]  # a node, and its descendants' ancestors among the named
+        while stack:
+            x, ax = stack.pop()
+            bucket = down_get(x)
+            if bucket is None:
+                continue
+            kids = [bucket[1]] if one_child else [row[1] for row in bucket]
+            if x in busy:  # a named object below: each child decided with its own name
+                px = (x,)
+                for y in kids:
+                    ty = type_of(y)
+                    ay = ax | {y} if ty else ax
+                    if test(y, ay, ty, px):
+                        out.append(y)
+                    stack.append((y, ax | {y}))
+                continue
+            # nothing named below x: by type, for x's children and for deeper descendants
+            near = {t for t in kinds if test(other, ax, frozenset((t,)), (x,))}
+            far = {t for t in kinds if test(other, ax, frozenset((t,)), (other,))}
+            untyped_near = test(other, ax, frozenset(), (x,))
+            untyped_far = test(other, ax, frozenset(), (other,))
+            if not (near or far or untyped_near or untyped_far):
+                continue  # nothing below x is admitted
+            _collect(kids, near, untyped_near, far, untyped_far, types_get, down_get,
+                     one_child, out)
+    return out
+
+
+def _collect(kids: list[Any], near: set[Any], untyped_near: bool, far: set[Any],
+             untyped_far: bool, types_get: Any, down_get: Any, one_child: bool,
+             out: list[Any]) -> None:
+    """The admitted descendants of a node (``kids`` its children) with nothing named below
+    it: children whose type is in ``near``, deeper ones whose type is in ``far``."""
+    level, ok, untyped = kids, near, untyped_near
+    while level:
+        deeper: list[Any] = []
+        for y in level:
+            row = types_get(y)
+            if (untyped if row is None else row[1] in ok):
+                out.append(y)
+            bucket = down_get(y)
+            if bucket is not None:
+                if one_child:
+                    deeper.append(bucket[1])
+                else:
+                    deeper.extend(row[1] for row in bucket)
+        level, ok, untyped = deeper, far, untyped_far

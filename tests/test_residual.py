@@ -283,3 +283,92 @@ def test_the_column_on_spark_keeps_what_check_allows(model: str, spark: Any) -> 
             to_column(r.filter("alice", "load_table", "table"),
                       Layout("t", "id", "type", "parent"))
         assert err.value.diagnostics[0].code == "filter-layout"
+
+
+def _conds(values: list[str], types: list[str]) -> st.SearchStrategy[Any]:
+    leaf = st.one_of(
+        st.tuples(st.sampled_from(["is", "under", "parent"]), st.sampled_from(values)),
+        st.tuples(st.just("type"), st.sampled_from(types)),
+        st.builds(lambda vs: ("in", frozenset(vs)),
+                  st.lists(st.sampled_from(values), min_size=2, max_size=3)))
+    return st.recursive(leaf, lambda inner: st.one_of(
+        st.builds(lambda ps: ("and", tuple(ps)), st.lists(inner, min_size=2, max_size=3)),
+        st.builds(lambda ps: ("or", tuple(ps)), st.lists(inner, min_size=2, max_size=4)),
+        st.builds(lambda p: ("not", p), inner)), max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_the_walk_down_admits_what_the_condition_does(data: st.DataObject) -> None:
+    """``enumerate_admitted`` (by type below the nodes a condition does not name, in a tree;
+    node by node in a graph) against the condition decided for every object, over random
+    hierarchies: trees and graphs, untyped nodes, parents with one child."""
+    from grantlog.engine.residual import Hierarchy, compile_cond, enumerate_admitted
+
+    n = data.draw(st.integers(1, 30), label="nodes")
+    nodes = [f"n{i}" for i in range(n)]
+    dag = data.draw(st.booleans(), label="graph")
+    edges = set()
+    for i in range(1, n):  # parents among the last few nodes: deep trees
+        ps = data.draw(st.lists(st.integers(max(0, i - 4), i - 1), min_size=0,
+                                max_size=2 if dag else 1, unique=True),
+                       label=f"parents of n{i}")
+        edges |= {(nodes[p], nodes[i]) for p in ps}
+    kinds = ["a", "b", "c"]
+    typed = {x: t for x in nodes
+             if (t := data.draw(st.sampled_from([*kinds, None]), label=f"type of {x}"))}
+    few = data.draw(st.lists(st.sampled_from(nodes), min_size=1, max_size=3, unique=True),
+                    label="named")  # most subtrees name nothing: decided by type
+    rest = data.draw(_conds([*few, "elsewhere"], [*kinds, "d"]), label="condition")
+    bound = data.draw(st.lists(st.tuples(st.sampled_from(["under", "under", "is"]),
+                                         st.sampled_from(nodes[:3])), min_size=1, max_size=2),
+                      label="where to look")
+    cond = ("and", (("or", tuple(bound)), rest))  # bounded: seeds to walk from
+    facts = "".join(f'contains("{p}", "{c}").\n' for p, c in sorted(edges)) + "".join(
+        f'entity("{x}", {t}).\n' for x, t in sorted(typed.items()))
+    r = grantlog.Reasoner(grantlog.compile(
+        'import "prelude.gl".\n' + facts, paths=[], filename="world.gl"))
+    with r._read():
+        h = Hierarchy(r._context())
+        assert h.tree == (not dag or all(
+            sum(1 for e in edges if e[1] == x) <= 1 for x in nodes))
+        got = enumerate_admitted(cond, h)
+        test = compile_cond(cond)
+        want = {x for x in [*nodes, "elsewhere"]
+                if test(x, h.above(x), h.types(x), h.parents(x))}
+    assert got is not None
+    assert len(got) == len(set(got))
+    assert set(got) == want
+
+
+TREE = """contains(m, c1). contains(c1, s1). contains(c1, s2). contains(s1, t1). contains(s1, t2).
+contains(s1, v1). contains(s2, t3). contains(s2, u). contains(u, t4).
+entity(m, metalake). entity(c1, catalog). entity(s1, schema). entity(s2, schema).
+entity(t1, table). entity(t2, table). entity(t3, table). entity(t4, table). entity(v1, view).
+"""
+
+
+@pytest.mark.parametrize(("cond", "want"), [
+    # s1 names nothing below it: its children are decided as "a child of s1", by type
+    (("and", (("under", "m"), ("not", ("parent", "s1")))),
+     {"m", "c1", "s1", "s2", "t3", "u", "t4"}),
+    # below s2 only the grandchild t4 passes: decided as "deeper than a child", by type
+    (("and", (("under", "c1"), ("type", "table"), ("not", ("parent", "s2")),
+              ("not", ("parent", "s1")))), {"t4"}),
+    # u has no type: it is not under itself
+    (("and", (("under", "m"), ("not", ("not", ("under", "u"))))), {"t4"}),
+    (("and", (("or", (("is", "t1"), ("under", "s2"))), ("type", "table"))), {"t1", "t3", "t4"}),
+])
+def test_the_walk_down_on_a_tree(cond: Any, want: set[str]) -> None:
+    from grantlog.engine.residual import Hierarchy, compile_cond, enumerate_admitted
+
+    r = grantlog.Reasoner(grantlog.compile('import "prelude.gl".\n' + TREE, paths=[],
+                                           filename="tree.gl"))
+    with r._read():
+        h = Hierarchy(r._context())
+        assert h.tree
+        got = enumerate_admitted(cond, h)
+        test = compile_cond(cond)
+        nodes = {v for row in r.rows("contains") for v in row}
+        assert {x for x in nodes if test(x, h.above(x), h.types(x), h.parents(x))} == want
+    assert got is not None and sorted(got) == sorted(want)

@@ -38,6 +38,7 @@ from .residual import (
     disj,
     enumerate_admitted,
     prelude_hierarchy,
+    under_chains,
 )
 from .stats import Statistics
 
@@ -644,15 +645,20 @@ class Reasoner:
         return rel
 
     def prepare(self) -> None:
-        """Plan the decision relation's checks and build the indexes they read now, rather
-        than on the first checks that need them (at 1M tables the first check of a fresh
-        reasoner otherwise takes ~0.3 s: a server calls this before it takes traffic)."""
+        """Plan the decision relation's checks (and its lists and filters, which bind the
+        subject and the operation) and build the indexes they read now, rather than on the
+        first checks that need them (at 1M tables the first check of a fresh reasoner
+        otherwise takes ~0.3 s: a server calls this before it takes traffic)."""
         rel = self._decision()
         with self._read():
             ctx = self._context()
             if rel not in self.program.virtual:
                 return
-            for r, cols in sorted(self._plans.reads(rel, (0, 1, 2))):
+            reads = self._plans.reads(rel, (0, 1, 2)) | self._plans.reads(rel, (0, 1))
+            if prelude_hierarchy(self.program):  # the walks of list and filter
+                reads |= {("contains", (0,)), ("contains", (1,)), ("entity", (0,)),
+                          ("entity", (1,))}
+            for r, cols in sorted(reads):
                 if r not in self.program.virtual or ctx.full.get(r):
                     ctx.base_index(r, cols)
 
@@ -899,8 +905,11 @@ class Reasoner:
         if at_least is not None:
             self.wait_for(at_least)
         with self._read():
-            cond = self._residual(self._context(), subject, operation, type)
+            ctx = self._context()
+            cond = self._residual(ctx, subject, operation, type)
             revision = self.revision
+            chains = under_chains(cond, Hierarchy(ctx)) if prelude_hierarchy(
+                self.program) else {}
         has = "ancestor_or_self" in self.program.relations
 
         def ancestors(x: ir.Value) -> set[ir.Value]:
@@ -918,7 +927,7 @@ class Reasoner:
                 return set()
             return {b["P"] for b in self.query(f"contains(P, {ir.show_value(x)})")}
 
-        return Residual(subject, operation, cond, revision, ancestors, types, parents)
+        return Residual(subject, operation, cond, revision, ancestors, types, parents, chains)
 
     def _kinds(self, ctx: DemandContext, candidates: Sequence[ir.Value],
                fixed: set[ir.Value], known: set[tuple[str, int]] | None = None,

@@ -167,6 +167,8 @@ class Partial:
         key = tuple(args[i] for i in cols)
         if not cols:
             return list(self.ctx.F[rel])
+        if len(cols) == len(args) and rel not in self.ctx.virtual:  # a membership test
+            return [key] if key in self.ctx.full.get(rel, ()) else []
         got = self.ctx.lookup(rel, cols, key)
         return list(got)
 
@@ -432,11 +434,15 @@ class Residual:
     ``operation`` at ``revision``; ``holds(x)`` decides it for a known resource."""
 
     def __init__(self, subject: ir.Value, operation: ir.Value, cond: Cond, revision: int,
-                 ancestors: Any, types: Any, parents: Any) -> None:
+                 ancestors: Any, types: Any, parents: Any,
+                 chains: dict[Any, tuple[Any, ...]] | None = None) -> None:
         self.subject, self.operation, self.cond, self.revision = (
             subject, operation, cond, revision)
         self._ancestors, self._types, self._parents = ancestors, types, parents
         self._test: Test | None = None
+        #: in a tree, each object the filter is "under": the ids from the root down to it
+        #: (SQL over a path column then asks for a prefix, which an index answers)
+        self.chains = chains or {}
 
     def to_dict(self) -> dict[str, Any]:
         return {"subject": self.subject, "operation": self.operation,
@@ -774,3 +780,26 @@ def _collect(kids: list[Any], near: set[Any], untyped_near: bool, far: set[Any],
                 else:
                     deeper.extend(row[1] for row in bucket)
         level, ok, untyped = deeper, far, untyped_far
+
+
+def under_chains(c: Cond, h: Hierarchy) -> dict[Any, tuple[Any, ...]]:
+    """In a tree: for each object ``c`` is "under", the ids from the root down to it."""
+    if not h.tree:
+        return {}
+    out: dict[Any, tuple[Any, ...]] = {}
+
+    def walk(c: Cond) -> None:
+        tag = c[0]
+        if tag in ("and", "or"):
+            for p in c[1]:
+                walk(p)
+        elif tag == "not":
+            walk(c[1])
+        elif tag == "under" and c[1] not in out:
+            chain, x = [c[1]], c[1]
+            while (up := h.parents(x)) and len(chain) <= 10_000:
+                x = up[0]
+                chain.append(x)
+            out[c[1]] = tuple(reversed(chain))
+    walk(c)
+    return out

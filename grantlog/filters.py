@@ -71,11 +71,13 @@ def _lit(v: Any) -> exp.Expr:
 
 
 class _Render:
-    def __init__(self, layout: Layout, dialect: str) -> None:
+    def __init__(self, layout: Layout, dialect: str,
+                 chains: dict[Any, tuple[Any, ...]] | None = None) -> None:
         if dialect not in DIALECTS:
             raise GrantlogError([error("bad-option", f"`{dialect}` is not one of "
                                        f"{', '.join(DIALECTS)}", Span("<options>", 0, 0, 0, 0))])
         self.layout, self.dialect = layout, dialect
+        self.chains = chains or {}
 
     def col(self, name: str, table: str | None = None) -> exp.Column:
         return exp.column(exp.to_identifier(name), table=exp.to_identifier(table)
@@ -107,15 +109,29 @@ class _Render:
         if tag == "and":
             return exp.and_(*[self.cond(p) for p in c[1]])
         if tag == "or":
+            unders = [p[1] for p in c[1] if p[0] == "under"]
+            if lay.path is None and len(unders) > 1:  # one recursive query for them all
+                return exp.or_(self.under(*unders),
+                               *[self.cond(p) for p in c[1] if p[0] != "under"])
             return exp.or_(*[self.cond(p) for p in c[1]])
         if tag == "not":
             return exp.not_(exp.paren(self.cond(c[1])))
         raise ValueError(tag)
 
-    def under(self, a: Any) -> exp.Expr:
+    def under(self, *objs: Any) -> exp.Expr:
+        """The resource is one of ``objs`` or below one."""
         lay = self.layout
         if lay.path is not None:
+            (a,) = objs
             sep = lay.path_separator
+            chain = self.chains.get(a)
+            if chain is not None:  # the path starts with a's: a prefix, which an index finds
+                prefix = sep + "".join(f"{x}{sep}" for x in chain)
+                escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace(
+                    "_", "\\_")
+                return exp.Escape(this=exp.Like(this=self.col(lay.path),
+                                                expression=exp.Literal.string(escaped + "%")),
+                                  expression=exp.Literal.string("\\"))
             piece = exp.Literal.string(f"{sep}{a}{sep}")
             return exp.GT(this=exp.StrPosition(this=self.col(lay.path), substr=piece),
                           expression=exp.Literal.number(0))
@@ -128,7 +144,9 @@ class _Render:
         # id IN (WITH RECURSIVE sub(id) AS (a UNION ALL its children) SELECT id FROM sub)
         t, sub = lay.table, "grantlog_under"
         seed = exp.select(self.col(lay.id)).from_(exp.to_identifier(t)).where(
-            exp.EQ(this=self.col(lay.id), expression=_lit(a)))
+            exp.EQ(this=self.col(lay.id), expression=_lit(objs[0])) if len(objs) == 1 else
+            exp.In(this=self.col(lay.id),
+                   expressions=[_lit(v) for v in sorted(objs, key=str)]))
         step = exp.select(self.col(lay.id, t)).from_(exp.to_identifier(t)).join(
             exp.to_identifier(sub),
             on=exp.EQ(this=self.col(lay.parent, t), expression=self.col("id", sub)))
@@ -140,12 +158,12 @@ class _Render:
 
 def to_sql(residual: Residual, layout: Layout, dialect: str = "postgres") -> str:
     """The residual as a WHERE condition over ``layout`` in ``dialect``."""
-    return _Render(layout, dialect).cond(residual.cond).sql(dialect=dialect)
+    return _Render(layout, dialect, residual.chains).cond(residual.cond).sql(dialect=dialect)
 
 
 def select_sql(residual: Residual, layout: Layout, dialect: str = "postgres") -> str:
     """``SELECT id FROM table WHERE <the residual>``."""
-    r = _Render(layout, dialect)
+    r = _Render(layout, dialect, residual.chains)
     q = exp.select(r.col(layout.id)).from_(exp.to_identifier(layout.table)).where(
         r.cond(residual.cond))
     return q.sql(dialect=dialect)

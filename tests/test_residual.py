@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from grantlog.engine import ir
+from grantlog.engine.residual import Residual
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -195,6 +196,14 @@ def test_layouts_that_cannot_express_a_filter_are_refused(tmp_path: Path) -> Non
         assert err.value.diagnostics[0].code == "filter-layout"
         assert why in err.value.diagnostics[0].message
     lay = Layout("t", "id", "type", "parent", "path")
+    # in a tree the path starts with the ids down to the object: a prefix (an index finds it)
+    prefix = "path LIKE '/m1/m1.lakehouse/m1.lakehouse.sales/%' ESCAPE "
+    assert prefix + "'\\'" in to_sql(f, lay, "trino")
+    assert prefix + "'\\\\'" in to_sql(f, lay, "spark")
+    assert prefix + "'\\'" in to_sql(f, lay, "postgres")
+    weird = Residual("u", "o", ("under", "a_b%"), 0, None, None, None, {"a_b%": ("r", "a_b%")})
+    assert "LIKE '/r/a\\_b\\%/%' ESCAPE '\\'" in to_sql(weird, lay, "sqlite")
+    f.chains = {}  # where the chain is not known: the id anywhere in the path
     assert "STRPOS(path, '/m1.lakehouse.sales/') > 0" in to_sql(f, lay, "trino")
     assert "LOCATE('/m1.lakehouse.sales/', path) > 0" in to_sql(f, lay, "spark")
     assert "POSITION('/m1.lakehouse.sales/' IN path) > 0" in to_sql(f, lay, "postgres")

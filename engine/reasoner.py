@@ -38,6 +38,7 @@ from .residual import (
     disj,
     enumerate_admitted,
     prelude_hierarchy,
+    rollup,
     under_chains,
 )
 from .stats import Statistics
@@ -894,7 +895,12 @@ class Reasoner:
         found = Partial(self.program, ctx, self._base).atom(
             self._decision(), (subject, operation, SYM))
         cond = disj([c for _, c in found])
-        return cond if type is None else conj([("type", type), cond])
+        cond = cond if type is None else conj([("type", type), cond])
+        if prelude_hierarchy(self.program):
+            h = Hierarchy(ctx)
+            if h.tree:
+                cond = rollup(cond, h)
+        return cond
 
     def filter(self, subject: str, operation: str, type: str | None = None,
                at_least: int | None = None) -> Residual:

@@ -468,6 +468,20 @@ def to_json(c: Cond) -> Any:
     return {tag: c[1]}
 
 
+def from_json(c: Any) -> Cond:
+    """A condition back from :func:`to_json`."""
+    if c is True or c is False:
+        return ("true",) if c else ("false",)
+    ((tag, v),) = c.items()
+    if tag in ("and", "or"):
+        return (tag, tuple(from_json(p) for p in v))
+    if tag == "not":
+        return ("not", from_json(v))
+    if tag == "in":
+        return ("in", frozenset(v))
+    return (tag, v)
+
+
 class Hierarchy:
     """The prelude's hierarchy read from a view's stored indexes (``contains``, ``entity``)."""
 
@@ -497,6 +511,9 @@ class Hierarchy:
 
     def parents(self, x: Any) -> list[Any]:
         return [row[0] for row in self._rows(self._up, x)]
+
+    def child_count(self, x: Any) -> int:
+        return len(self._rows(self._down, x))
 
     def children(self, x: Any) -> list[Any]:
         return [row[1] for row in self._rows(self._down, x)]
@@ -803,3 +820,57 @@ def under_chains(c: Cond, h: Hierarchy) -> dict[Any, tuple[Any, ...]]:
             out[c[1]] = tuple(reversed(chain))
     walk(c)
     return out
+
+
+def rollup(c: Cond, h: Hierarchy, kind: Any = None) -> Cond:
+    """``c`` with every set of ``under``s that names all the children of an object ``p``
+    replaced by one ``under p`` (again, up the tree), where that is exact: ``p`` has no
+    type (it is not under itself), or the resource has another type (``kind``, from a
+    ``type`` the condition requires around it). A user who may use every schema of a
+    catalog gets one term for the catalog, not one per schema. In a tree only."""
+    tag = c[0]
+    if tag == "and":
+        types = [p[1] for p in c[1] if p[0] == "type"]
+        inner = types[0] if len(types) == 1 else kind
+        parts = [rollup(p, h, inner) for p in c[1]]
+        # "under a" beside a part that admits only resources under a says nothing more
+        # (every filter of a user of metalake m1 is "under m1")
+        kept = list(parts)
+        for p in parts:
+            if p[0] == "under" and any(
+                    q is not p and (s := seeds(q, h)) and all(_inside(k, v, p[1], h)
+                                                             for k, v in s)
+                    for q in kept):
+                kept.remove(p)
+        return conj(kept)
+    if tag == "not":
+        return neg(rollup(c[1], h, kind))
+    if tag != "or":
+        return c
+    parts = [rollup(p, h, kind) for p in c[1]]
+    unders = {p[1] for p in parts if p[0] == "under"}
+    rolled = set(unders)
+    below: dict[Any, set[Any]] = {}  # parent -> its children among the unders
+    todo = list(unders)
+    while todo:
+        u = todo.pop()
+        for p in h.parents(u):
+            kids = below.setdefault(p, set())
+            kids.add(u)
+            if p in rolled or len(kids) != h.child_count(p):
+                continue
+            ptypes = h.types(p)
+            if ptypes and (kind is None or kind in ptypes):
+                continue  # p itself would be admitted: not the same condition
+            rolled -= kids  # every child of p: p's subtree, p aside
+            rolled.add(p)
+            todo.append(p)
+    if rolled == unders:
+        return disj(parts)
+    return disj([p for p in parts if p[0] != "under"] + [("under", u) for u in sorted(
+        rolled, key=ir.value_key)])
+
+
+def _inside(kind: str, v: Any, a: Any, h: Hierarchy) -> bool:
+    """Whether what seed ``(kind, v)`` stands for is all under ``a``."""
+    return a in h.above(v) or (kind == "under" and v == a)

@@ -127,6 +127,10 @@ class _Render:
             chain = self.chains.get(a)
             if chain is not None:  # the path starts with a's: a prefix, which an index finds
                 prefix = sep + "".join(f"{x}{sep}" for x in chain)
+                if self.dialect == "sqlite":  # SQLite's LIKE ignores case; GLOB does not
+                    globbed = "".join(f"[{ch}]" if ch in "*?[" else ch for ch in prefix)
+                    return exp.Glob(this=self.col(lay.path),
+                                    expression=exp.Literal.string(globbed + "*"))
                 escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace(
                     "_", "\\_")
                 return exp.Escape(this=exp.Like(this=self.col(lay.path),

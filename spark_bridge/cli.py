@@ -7,22 +7,28 @@
                        [--master URL] [--conf KEY=VALUE]... [--with-reasons]
                        [--explain-plan] [--closure auto|doubling|graphframes|semi-naive]
                        [--max-iterations N] [--broadcast-rows N] [--checkpoint-dir DIR]
+                       [--filters OPERATION [--type T] (--subject S | --subjects-from REL)]
 
 Writes each chosen relation (default: every derived relation; with ``--goal``, the goal's
 answers) to ``DIR/<rel>/`` as Parquet and prints progress per stratum and iteration (rows,
 seconds) on stderr. ``--goal 'allowed(U, load_table, T)' --where 'catalog_of(T, "m1.c1")'``
 computes only those rows of ``allowed`` (the program rewritten for the goal, engine/magic.py)
-and writes them to ``DIR/allowed/``. Exit codes as the main CLI: 0 success, 2 a user error
+and writes them to ``DIR/allowed/``. ``--filters load_table --type table --subjects-from
+metalake_user`` writes each subject's data filter instead (``DIR/filters/``: one row per
+subject, the condition as JSON; spark_bridge/filters.py), for access reviews that join them
+with the catalog later. Exit codes as the main CLI: 0 success, 2 a user error
 (diagnostics on stderr), 3 an internal error.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,6 +64,17 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--broadcast-rows", type=int, default=100_000)
     r.add_argument("--checkpoint-dir", help="Spark checkpoint directory (default: a temp dir)")
     r.add_argument("--strict", action="store_true", help="unknown relations are errors")
+    f = r.add_argument_group("filters in bulk (instead of every subject-resource pair)")
+    f.add_argument("--filters", metavar="OPERATION",
+                   help="write each subject's data filter for OPERATION to DIR/filters/ "
+                        "(subject, operation, type, revision, condition JSON, error)")
+    f.add_argument("--type", dest="resource_type", metavar="TYPE",
+                   help="only resources of this type (with --filters)")
+    f.add_argument("--subject", action="append", default=[], metavar="S",
+                   help="a subject to filter for (repeatable)")
+    f.add_argument("--subjects-from", metavar="REL[:COLUMN]",
+                   help="every value of a column (default 0) of a base relation, e.g. "
+                        "metalake_user")
     return p
 
 
@@ -98,10 +115,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             from grantlog.grammar.diagnostics import NO_SPAN, error
             raise GrantlogError([error("unknown-relation", f"no relation `{r}` to write",
                                        NO_SPAN) for r in unknown])
+        if (args.subject or args.subjects_from or args.resource_type) and not args.filters:
+            from grantlog.grammar.diagnostics import NO_SPAN, error
+            raise GrantlogError([error("bad-option", "`--subject`, `--subjects-from` and "
+                                       "`--type` go with `--filters`", NO_SPAN)])
         t0 = time.perf_counter()
         spark = _session(args.master, args.checkpoint_dir, conf)
         say(f"spark session {args.master} ready ({time.perf_counter() - t0:.1f} s)")
         inputs = read_inputs(spark, program, specs)
+        if args.filters:
+            return _filters(args, program, spark, inputs, say, t0)
         result = run(program, spark, inputs, with_reasons=args.with_reasons,
                      closure=args.closure, max_iterations=args.max_iterations,
                      broadcast_rows=args.broadcast_rows, progress=say, goal=args.goal,
@@ -137,10 +160,52 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
 
 
+def _filters(args: argparse.Namespace, program: Any, spark: Any, inputs: dict[str, Any],
+             say: Any, t0: float) -> int:
+    """``--filters``: each subject's filter, written to ``DIR/filters/``."""
+    from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
+
+    from .filters import bulk_filters
+
+    subjects: list[Any] = list(args.subject)
+    if args.subjects_from:
+        rel, _, col = args.subjects_from.partition(":")
+        if rel not in program.relations or rel in program.derived:
+            raise GrantlogError([error("bad-option", f"`--subjects-from {rel}`: not a base "
+                                       "relation of the rules", NO_SPAN)])
+        if col and not col.isdigit():
+            raise GrantlogError([error("bad-option", "`--subjects-from REL:COLUMN` takes a "
+                                       f"column number, not `{col}`", NO_SPAN)])
+        i = int(col or 0)
+        rows = [f.row for f in program.facts if f.rel == rel]
+        if rel in inputs:
+            rows += [tuple(row) for row in inputs[rel].collect()]
+        if rows and i >= len(rows[0]):
+            raise GrantlogError([error("bad-option", f"`{rel}` has no column {i}", NO_SPAN)])
+        subjects += [row[i] for row in rows]
+    subjects = sorted(set(subjects), key=str)
+    if not subjects:
+        raise GrantlogError([error("bad-option", "`--filters` needs subjects: `--subject S` "
+                                   "or `--subjects-from REL`", NO_SPAN)])
+    say(f"filters of {len(subjects):,} subjects for `{args.filters}`")
+    df = bulk_filters(program, spark, inputs, subjects, args.filters, args.resource_type)
+    out = Path(args.output) / "filters"
+    t1 = time.perf_counter()
+    df.write.mode("overwrite").parquet(str(out))
+    written = spark.read.parquet(str(out))
+    refused = written.where("error IS NOT NULL").count()
+    say(f"wrote filters -> {out} ({time.perf_counter() - t1:.2f} s; {refused} of "
+        f"{len(subjects)} subjects without a filter, see the error column)")
+    say(f"done in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
 def _session(master: str, checkpoint_dir: str | None,
              conf: Sequence[tuple[str, str]] = ()) -> object:
     from pyspark.sql import SparkSession
 
+    # Python tasks (--filters) run this interpreter, which has grantlog
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master).appName("grantlog")
                .config("spark.ui.showConsoleProgress", "false"))
     for key, value in conf:

@@ -17,8 +17,9 @@ from grantlog.engine.residual import Cond, Residual
 from grantlog.filters import Layout, layout_error
 
 
-def to_column(residual: Residual, layout: Layout) -> Any:
-    """The filter as a Column (import pyspark lazily: `grantlog[spark]`)."""
+def to_column(residual: Residual | Cond, layout: Layout) -> Any:
+    """The filter (or a condition: ``from_json`` of a stored one) as a Column (imports
+    pyspark lazily: `grantlog[spark]`)."""
     from pyspark.sql import functions as F
 
     def col(name: str | None, what: str) -> Any:
@@ -66,10 +67,60 @@ def to_column(residual: Residual, layout: Layout) -> Any:
             out = out | t
         return out
 
-    return build(residual.cond)
+    return build(residual.cond if isinstance(residual, Residual) else residual)
 
 
 def _regex(sep: str) -> str:
     import re
 
     return re.escape(sep)
+
+
+#: the columns of the DataFrame :func:`bulk_filters` returns
+BULK_SCHEMA = ("subject string, operation string, type string, revision long, "
+               "condition string, error string")
+
+
+def bulk_filters(program: Any, spark: Any, inputs: dict[str, Any], subjects: list[Any],
+                 operation: str, type: str | None = None,
+                 partitions: int | None = None) -> Any:
+    """The filters of many subjects at once, as a DataFrame (:data:`BULK_SCHEMA`): one row
+    per subject with its filter's condition as JSON (``Residual.to_dict()["condition"]``), or
+    the reason it has none (``filter-unsupported``) in ``error``. An access review stores
+    these instead of every (subject, resource) pair and joins them with the catalog later
+    (:func:`to_column` turns a condition back into a Column).
+
+    The subjects are spread over ``partitions`` Spark tasks (default: the cluster's
+    parallelism); each task compiles the program from its source texts and loads the facts
+    (the program's own and the ``inputs`` DataFrames', broadcast once), as the in-memory
+    engine does, then partially evaluates the decision for each of its subjects."""
+    import json
+
+    facts = {rel: [tuple(row) for row in df.collect()] for rel, df in inputs.items()}
+    shipped = spark.sparkContext.broadcast((dict(program.sources), facts))
+    sc = spark.sparkContext
+    n = max(1, min(len(subjects), partitions or sc.defaultParallelism))
+
+    def task(chunk: Any) -> Any:
+        import grantlog
+
+        todo = list(chunk)
+        if not todo:
+            return
+        files, given = shipped.value
+        r = grantlog.Reasoner(grantlog.compile(paths=sorted(files), files=files, disk=False))
+        with r.transaction() as tx:
+            for rel, rows in given.items():
+                tx.insert(rel, rows)
+        for s in todo:
+            try:
+                f = r.filter(s, operation, type)
+            except grantlog.GrantlogError as err:
+                yield (str(s), operation, type, r.revision, None, err.diagnostics[0].render())
+                continue
+            yield (str(s), operation, type, f.revision,
+                   json.dumps(f.to_dict()["condition"], sort_keys=True), None)
+
+    rdd = sc.parallelize(list(subjects), n).mapPartitions(task)
+    return spark.createDataFrame(rdd, BULK_SCHEMA)
+

@@ -837,8 +837,9 @@ def rollup(c: Cond, h: Hierarchy, kind: Any = None) -> Cond:
         # (every filter of a user of metalake m1 is "under m1")
         kept = list(parts)
         for p in parts:
-            if p[0] == "under" and any(
-                    q is not p and (s := seeds(q, h)) and all(_inside(k, v, p[1], h)
+            region = _region(p)
+            if region is not None and any(
+                    q is not p and (s := seeds(q, h)) and all(_covers(region, k, v, h)
                                                              for k, v in s)
                     for q in kept):
                 kept.remove(p)
@@ -871,6 +872,17 @@ def rollup(c: Cond, h: Hierarchy, kind: Any = None) -> Cond:
         rolled, key=ir.value_key)])
 
 
-def _inside(kind: str, v: Any, a: Any, h: Hierarchy) -> bool:
-    """Whether what seed ``(kind, v)`` stands for is all under ``a``."""
-    return a in h.above(v) or (kind == "under" and v == a)
+def _region(c: Cond) -> tuple[set[Any], set[Any]] | None:
+    """``c`` as the objects it admits everything under and the ones it admits by name, when
+    it is an ``under``, an ``is`` or a disjunction of them."""
+    parts = c[1] if c[0] == "or" else (c,)
+    if not all(p[0] in ("under", "is") for p in parts):
+        return None
+    return {p[1] for p in parts if p[0] == "under"}, {p[1] for p in parts if p[0] == "is"}
+
+
+def _covers(region: tuple[set[Any], set[Any]], kind: str, v: Any, h: Hierarchy) -> bool:
+    """Whether every resource seed ``(kind, v)`` stands for is in ``region``."""
+    unders, names = region
+    return (kind == "is" and v in names) or (kind == "under" and v in unders) or \
+        not unders.isdisjoint(h.above(v))

@@ -476,3 +476,34 @@ def _refused(r: grantlog.Reasoner, s: Any, o: Any) -> bool:
     except grantlog.GrantlogError:
         return True
     return False
+
+
+def test_simplifications_on_a_tree() -> None:
+    """Roll-up and absorption (engine/residual.py ``rollup``) keep the condition's meaning:
+    every object of the tree is decided the same before and after."""
+    from grantlog.engine.residual import Hierarchy, compile_cond, rollup
+
+    r = grantlog.Reasoner(grantlog.compile('import "prelude.gl".\n' + TREE, paths=[],
+                                           filename="tree.gl"))
+    both = ("or", (("under", "s1"), ("under", "s2")))
+    cases = [
+        # every child of c1 named, the resource a table: c1 (a catalog) is not admitted;
+        # and c1 is m's only child
+        (("and", (("type", "table"), both)), ("and", (("type", "table"), ("under", "m")))),
+        (("and", (("type", "catalog"), both)), ("and", (("type", "catalog"), both))),
+        (both, both),  # without the type, c1 itself would be: kept
+        (("and", (("under", "m"), ("under", "s1"))), ("under", "s1")),
+        (("and", (("or", (("under", "s1"), ("is", "t3"))), ("under", "s1"))), ("under", "s1")),
+        (("and", (("under", "s1"), ("not", ("under", "m")))),
+         ("and", (("under", "s1"), ("not", ("under", "m"))))),
+    ]
+    with r._read():
+        h = Hierarchy(r._context())
+        nodes = sorted({v for row in r.rows("contains") for v in row})
+        for cond, want in cases:
+            got = rollup(cond, h)
+            assert got == want, (cond, got)
+            before, after = compile_cond(cond), compile_cond(got)
+            for x in nodes:
+                args = (x, h.above(x), h.types(x), h.parents(x))
+                assert before(*args) == after(*args), (cond, x)

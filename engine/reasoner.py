@@ -8,6 +8,7 @@ none of it.
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import difflib
 import threading
@@ -130,6 +131,20 @@ def _sorted_answers(found: Iterable[ir.Value], revision: int,
         return Answers(sorted(values), revision)
     except TypeError:
         return Answers(sorted(values, key=ir.value_key), revision)
+
+
+def _page(answers: Answers[ir.Value], after: ir.Value | None,
+          limit: int | None) -> Answers[ir.Value]:
+    """The sorted ``answers`` after ``after`` (not included), at most ``limit`` of them."""
+    if after is None and limit is None:
+        return answers
+    if limit is not None and limit < 0:
+        raise GrantlogError([error("bad-request", f"`limit` must be 0 or more, not {limit}",
+                                   Span("<api>", 0, 0, 0, 0))])
+    start = 0 if after is None else bisect.bisect_right(answers, ir.value_key(after),
+                                                         key=ir.value_key)
+    end = len(answers) if limit is None else start + limit
+    return Answers(answers[start:end], answers.revision)
 
 
 def _dependents(program: ir.Program) -> dict[str, frozenset[str]]:
@@ -825,11 +840,16 @@ class Reasoner:
     def list(
         self, subject: str, operation: str, type: str | None = None,
         within: str | None = None, at_least: int | None = None,
+        after: ir.Value | None = None, limit: int | None = None,
     ) -> Answers[ir.Value]:
         """The resources ``subject`` may perform ``operation`` on, sorted; with ``type``, only
         resources with ``entity(resource, type)`` (the prelude's entity relation); with
         ``within``, only ``within`` and the resources below it (the prelude's
         ``ancestor_or_self``: a schema's tables, a catalog's schemas and tables).
+
+        Pages: ``after`` (the last value of the previous page; the order is stable) and
+        ``limit`` (at most that many); ``Answers.revision`` says what the page saw, and
+        ``at_least=`` that revision keeps the pages of one listing on the same facts or later.
 
         Without ``within``: goal-directed from the subject and operation. With it: the
         resources below ``within`` first, then one decision per group of resources no rule
@@ -844,7 +864,7 @@ class Reasoner:
             self._relation("ancestor_or_self")
         fast = self._list_filtered(subject, operation, type) if within is None else None
         if fast is not None:  # through the filter: walked down from what it admits
-            return _sorted_answers(fast[0], fast[1], distinct=True)
+            return _page(_sorted_answers(fast[0], fast[1], distinct=True), after, limit)
         with self._read():
             ctx = self._context()
             if within is None:
@@ -869,7 +889,7 @@ class Reasoner:
                         decided += kind
                 found = decided
             revision = self.revision
-        return _sorted_answers(found, revision)
+        return _page(_sorted_answers(found, revision), after, limit)
 
     def _list_filtered(self, subject: str, operation: str, type: str | None,
                        ) -> tuple[builtins.list[ir.Value], int] | None:

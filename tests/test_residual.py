@@ -507,3 +507,27 @@ def test_simplifications_on_a_tree() -> None:
             for x in nodes:
                 args = (x, h.above(x), h.types(x), h.parents(x))
                 assert before(*args) == after(*args), (cond, x)
+
+
+@pytest.mark.parametrize("model", ["gravitino", "cdap_entity"])
+def test_list_pages_with_a_cursor(model: str) -> None:
+    """``list(..., after=, limit=)``: the pages of a listing, each after the last value of the
+    one before, put together are the listing (through the filter, and without one)."""
+    r = grantlog.Reasoner(_program(model))
+    subjects, ops, _ = _questions(r)
+    paged = 0
+    for s, o in itertools.product(subjects, ops):
+        whole = r.list(s, o)
+        for size in (1, 2, 5):
+            pages: list[Any] = []
+            page = r.list(s, o, limit=size)
+            while page:
+                assert len(page) <= size and page.revision == whole.revision
+                pages += page
+                page = r.list(s, o, after=page[-1], limit=size)
+            assert pages == list(whole), (s, o, size)
+        paged += len(whole) > 2
+        assert list(r.list(s, o, after=whole[-1] if whole else None)) == []
+    assert paged > 0
+    with pytest.raises(grantlog.GrantlogError):
+        r.list(subjects[0], ops[0], limit=-1)

@@ -208,6 +208,22 @@ class Client:
             body["within"] = within
         return self._stream("/v1/list", body, "resource")
 
+    def filter(self, subject: str, operation: str, type: str | None = None,
+               sql: str | None = None, layout: Mapping[str, str] | None = None,
+               at_least: int | None = None) -> dict[str, Any]:
+        """The data filter (``Reasoner.filter``): ``{"condition": ..., "revision": N}``, and
+        ``"sql"`` (a WHERE condition) when ``sql`` names a dialect and ``layout`` describes
+        the catalog table (docs/filters.md)."""
+        body: dict[str, Any] = {"subject": subject, "operation": operation,
+                                "at_least_revision": self._at_least(at_least)}
+        if type is not None:
+            body["type"] = type
+        if sql is not None or layout is not None:
+            body["sql"], body["layout"] = sql, dict(layout or {})
+        got = self._post("/v1/filter", body)
+        self._seen(got["revision"])
+        return dict(got)
+
     def who(self, operation: str, resource: str,
             at_least: int | None = None) -> Answers[ir.Value]:
         return self._stream("/v1/who", {"operation": operation, "resource": resource,

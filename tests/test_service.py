@@ -113,6 +113,49 @@ def test_list_and_who_stream_everything_and_page(server: dict[str, Any]) -> None
     assert [x["subject"] for x in lines[:-1]] == who
 
 
+def test_filters_over_http(server: dict[str, Any]) -> None:
+    """POST /v1/filter (and Client.filter): the reasoner's filter as JSON, and its SQL over a
+    layout, which run in SQLite keeps exactly what list answers."""
+    import sqlite3
+
+    from grantlog.client import Client
+    from grantlog.filters import Layout, select_sql
+
+    with _reasoner(server) as r:
+        want = r.filter("alice", "load_table", "table")
+        listed = list(r.list("alice", "load_table", type="table"))
+        objects = [(x, t) for x, t in r.rows("entity")]
+        parent = {c: p for p, c in r.rows("contains")}
+    got = server["client"].post("/v1/filter", json={
+        "subject": "alice", "operation": "load_table", "type": "table"}).json()
+    assert got["condition"] == want.to_dict()["condition"] and "sql" not in got
+    layout = {"table": "objects", "id": "id", "type": "type", "path": "path"}
+    with Client(server["url"], token=READ) as client:
+        sql = client.filter("alice", "load_table", "table", sql="sqlite", layout=layout)
+    assert sql["sql"] == select_sql(want, Layout(**layout), "sqlite").split(" WHERE ", 1)[1]
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE objects (id text, type text, path text)")
+    for x, t in objects:
+        chain = [x]
+        while chain[-1] in parent:
+            chain.append(parent[chain[-1]])
+        db.execute("INSERT INTO objects VALUES (?, ?, ?)",
+                   (x, t, "/" + "/".join(reversed(chain)) + "/"))
+    rows = db.execute(f"SELECT id FROM objects WHERE {sql['sql']} ORDER BY id").fetchall()
+    assert [x for (x,) in rows] == listed and listed
+    c = server["client"]
+    for body, code in (({"subject": "alice", "operation": "load_table", "sql": "sqlite"},
+                        "bad-request"),
+                       ({"subject": "alice", "operation": "load_table", "sql": "sqlite",
+                         "layout": {"id": "id"}}, "bad-layout"),
+                       ({"subject": "alice", "operation": "load_table", "sql": "oracle",
+                         "layout": layout}, "bad-option"),
+                       ({"subject": "alice", "operation": "load_table", "sql": "sqlite",
+                         "layout": {"table": "t"}}, "filter-layout")):
+        bad = c.post("/v1/filter", json=body)
+        assert bad.status_code == 422 and bad.json()["error"]["code"] == code, bad.text
+
+
 def test_explain_and_query(server: dict[str, Any]) -> None:
     c = server["client"]
     goal = 'allowed(alice, load_table, "m1.lakehouse.sales.orders")'

@@ -524,6 +524,42 @@ async def list_(svc: Service, request: Request) -> Response:
     return await _answers(svc, request, data, list(got), got.revision, "resource")
 
 
+@endpoint("filter", "check")
+async def filter_(svc: Service, request: Request) -> Response:
+    """POST /v1/filter {subject, operation, type?, sql?: sqlite|postgres|spark|trino,
+    layout?: {table, id, type?, parent?, path?, path_separator?}, at_least_revision?}: the
+    condition a resource must meet (docs/filters.md), as JSON and, with ``sql`` and
+    ``layout``, as a WHERE condition over the caller's catalog table."""
+    data = await svc.body(request)
+    s, o = _str(data, "subject"), _str(data, "operation")
+    typ, dialect = _str(data, "type", False), _str(data, "sql", False)
+    assert s is not None and o is not None
+    layout = data.get("layout")
+    if (dialect is None) != (layout is None):
+        raise BadRequest(422, "bad-request", "`sql` and `layout` go together")
+    lay = None
+    if layout is not None:
+        from grantlog.filters import Layout
+
+        fields = set(Layout.__dataclass_fields__)
+        if not isinstance(layout, dict) or "table" not in layout or set(layout) - fields or \
+                not all(isinstance(v, str) for v in layout.values()):
+            raise BadRequest(422, "bad-layout", "`layout` is an object naming `table` and any "
+                             f"of {', '.join(sorted(fields - {'table'}))}, each a string")
+        lay = Layout(**layout)
+
+    def run() -> dict[str, Any]:
+        f = svc.reasoner.filter(s, o, typ, at_least=_int(data, "at_least_revision"))
+        out = {"condition": f.to_dict()["condition"], "revision": f.revision}
+        if lay is not None and dialect is not None:
+            from grantlog.filters import to_sql
+
+            out["sql"] = to_sql(f, lay, dialect)
+        return out
+
+    return JSON(await run_in_threadpool(run))
+
+
 @endpoint("who", "check")
 async def who(svc: Service, request: Request) -> Response:
     """POST /v1/who {operation, resource, at_least_revision?, limit?, cursor?}"""
@@ -831,6 +867,7 @@ def create_app(config: Config) -> FastCheck:
         Route("/v1/check/batch", check_batch, methods=["POST"]),
         Route("/v1/list", list_, methods=["POST"]),
         Route("/v1/who", who, methods=["POST"]),
+        Route("/v1/filter", filter_, methods=["POST"]),
         Route("/v1/explain", explain, methods=["POST"]),
         Route("/v1/query", query, methods=["POST"]),
         Route("/v1/write", write, methods=["POST"]),

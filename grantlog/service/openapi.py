@@ -76,6 +76,17 @@ def document() -> dict[str, Any]:
                              ["operation", "resource"],
                              {"operation": _STR, "resource": _STR, "at_least_revision": _REV,
                               "limit": {"type": "integer"}, "cursor": _STR}, _ANSWERS),
+            "/v1/filter": _post(
+                "the condition a resource must meet (a data filter), as JSON and SQL",
+                ["subject", "operation"],
+                {"subject": _STR, "operation": _STR, "type": _STR,
+                 "sql": {"enum": ["sqlite", "postgres", "spark", "trino"]},
+                 "layout": {"type": "object", "properties": {
+                     k: _STR for k in ("table", "id", "type", "parent", "path",
+                                       "path_separator")}},
+                 "at_least_revision": _REV},
+                _json({"type": "object", "properties": {
+                    "condition": {}, "sql": _STR, "revision": _REV}})),
             "/v1/explain": _post("why (a proof) or why not", ["goal"],
                                  {"goal": _STR, "format": {"enum": ["json", "text", "dot",
                                                                     "mermaid"]},

@@ -30,6 +30,7 @@ from .explain import Explanation, Proof, Prover, WhyNot
 from .incremental import Change, Maintainer
 from .plan import plan_bound
 from .residual import (
+    KNOWN,
     SYM,
     Cond,
     Hierarchy,
@@ -671,9 +672,18 @@ class Reasoner:
             if rel not in self.program.virtual:
                 return
             reads = self._plans.reads(rel, (0, 1, 2)) | self._plans.reads(rel, (0, 1))
-            if prelude_hierarchy(self.program):  # the walks of list and filter
+            if prelude_hierarchy(self.program):  # the walks of list and filter, and the
+                # lookups a filter's partial evaluation makes
                 reads |= {("contains", (0,)), ("contains", (1,)), ("entity", (0,)),
                           ("entity", (1,))}
+                partial = Partial(self.program, ctx, self._base)
+                partial.warm(rel, (KNOWN, KNOWN, SYM))
+                for r, cols in partial.lookups:
+                    if r in self.program.virtual:
+                        ctx.lookup_of(r, cols)
+                        reads |= self._plans.reads(r, cols)
+                    else:
+                        reads.add((r, cols))
             for r, cols in sorted(reads):
                 if r not in self.program.virtual or ctx.full.get(r):
                     ctx.base_index(r, cols)

@@ -43,6 +43,8 @@ class _Symbol:
 
 SYM: Any = _Symbol()
 _UNBOUND: Any = None
+#: a value known when a filter is computed (the subject, the operation), in :meth:`Partial.warm`
+KNOWN: Any = object()
 
 #: the prelude's hierarchy (rules/prelude.gl), whose meaning over the resource is built in:
 #: a program that defines these relations otherwise has them evaluated like any other
@@ -158,6 +160,8 @@ class Partial:
         self.active: set[tuple[str, tuple[Any, ...]]] = set()
         self.rule: ir.Rule | None = None
         self.fanouts: dict[tuple[Any, ...], float] = {}
+        self.warmed: set[tuple[str, tuple[Any, ...]]] = set()
+        self.lookups: set[tuple[str, tuple[int, ...]]] = set()
 
     # -- atoms ---------------------------------------------------------------------------------
 
@@ -276,6 +280,52 @@ class Partial:
         for row, c in out:
             merged.setdefault(row, []).append(c)
         return [(row, disj(cs)) for row, cs in merged.items()]
+
+    # -- planning ahead ------------------------------------------------------------------------
+
+    def warm(self, rel: str, args: tuple[Any, ...]) -> None:
+        """The lookups a filter of ``rel`` with ``args`` (values as :data:`KNOWN`,
+        :data:`SYM`, None) would make, found without reading any fact (following
+        :meth:`body`'s choice of literals) and added to ``lookups`` as (relation, bound
+        columns): ``Reasoner.prepare`` plans them and builds the indexes they read, so that
+        the first filter (or list) of a process does not pay for them."""
+        k = (rel, tuple(a if a is SYM or a is _UNBOUND else KNOWN for a in args))
+        if k in self.warmed:
+            return
+        self.warmed.add(k)
+        cols = tuple(i for i, a in enumerate(args) if a is not _UNBOUND and a is not SYM)
+        if not any(a is SYM for a in args):
+            if rel in self.ctx.virtual or (cols and len(cols) < len(args)):
+                self.lookups.add((rel, cols))
+            return
+        if rel in ("ancestor_or_self", "ancestor", "entity", "contains") and self.hierarchy:
+            if rel in ("ancestor_or_self", "ancestor") and args[0] is SYM:
+                self.warm(rel, (_UNBOUND, args[1]))
+            return
+        if rel not in self.derived:
+            self.warm(rel, tuple(_UNBOUND if a is SYM else a for a in args))
+            return
+        for rule in self.rules.get(rel, ()):
+            env: dict[str, Any] = {}
+            for t, a in zip(rule.head.args, args, strict=True):
+                if isinstance(t, ir.Var) and a is not _UNBOUND:
+                    env.setdefault(t.name, a)
+            lits = list(rule.body)
+            while lits:
+                lit = lits.pop(self._next(lits, env))
+                if isinstance(lit, ir.Cmp):
+                    a, b = self._value(lit.left, env), self._value(lit.right, env)
+                    for t, other in ((lit.left, b), (lit.right, a)):
+                        if isinstance(t, ir.Var) and t.name not in env and other is not None:
+                            env[t.name] = other
+                    continue
+                atom = lit.atom if isinstance(lit, ir.Neg) else lit
+                vals = tuple(_UNBOUND if isinstance(t, ir.Var) and t.name.startswith("_?")
+                             else self._value(t, env) for t in atom.args)
+                self.warm(atom.rel, vals)
+                for t in atom.args:
+                    if isinstance(t, ir.Var) and not isinstance(lit, ir.Neg):
+                        env.setdefault(t.name, KNOWN)
 
     # -- bodies --------------------------------------------------------------------------------
 

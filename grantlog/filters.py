@@ -10,7 +10,7 @@ resource, each followed by the separator, e.g. ``/m1/m1.c1/m1.c1.s1/``::
     type = "kind"           # optional: needed by filters that name a type
     parent = "parent_id"    # optional: "under X" by a recursive query
     path = "path"           # optional: "under X" by a substring test (faster, and Spark SQL)
-    path_separator = "/"
+    path_separator = "/"    # must not occur in any id: the path is split on it
 
 :func:`to_sql` renders a residual (``Reasoner.filter``) as a WHERE condition for SQLite,
 PostgreSQL, Spark SQL or Trino; :func:`select_sql` as the whole query of the ids. A condition

@@ -23,26 +23,15 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from . import ir, symmetry
 from .codegen import Binder, RunFn, compile_keyed, compile_plan, solve
 from .compiler import compile_goal
+from .conditions import Cond, conj, disj
 from .database import Database, stored_get
 from .demand import DemandContext, DemandPlans, Memo
 from .evaluate import EvalStats, Evaluator
 from .explain import Explanation, Proof, Prover, WhyNot
+from .hierarchy import Hierarchy, enumerate_admitted, rollup, under_chains
 from .incremental import Change, Maintainer
 from .plan import plan_bound
-from .residual import (
-    KNOWN,
-    SYM,
-    Cond,
-    Hierarchy,
-    Partial,
-    Residual,
-    conj,
-    disj,
-    enumerate_admitted,
-    prelude_hierarchy,
-    rollup,
-    under_chains,
-)
+from .residual import KNOWN, SYM, Partial, Residual, prelude_hierarchy
 from .stats import Statistics
 
 INSERTED = "inserted at run time"

@@ -27,7 +27,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from grantlog.engine.residual import Cond, Residual
+from grantlog.engine.conditions import Cond
+from grantlog.engine.residual import Residual
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 DIALECTS = ("sqlite", "postgres", "spark", "trino")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from grantlog.engine.residual import Cond, Residual
+from grantlog.engine.conditions import Cond
+from grantlog.engine.residual import Residual
 
 from grantlog.filters import Layout, layout_error
 

@@ -304,15 +304,15 @@ def rollup(c: Cond, h: Hierarchy, kind: Any = None) -> Cond:
         parts = [rollup(p, h, inner) for p in c[1]]
         # "under a" beside a part that admits only resources under a says nothing more
         # (every filter of a user of metalake m1 is "under m1")
-        kept = list(parts)
-        for p in parts:
+        found = [seeds(p, h) for p in parts]  # each part's, once
+        kept = list(range(len(parts)))
+        for i, p in enumerate(parts):
             region = _region(p)
             if region is not None and any(
-                    q is not p and (s := seeds(q, h)) and all(_covers(region, k, v, h)
-                                                             for k, v in s)
-                    for q in kept):
-                kept.remove(p)
-        return conj(kept)
+                    j != i and (s := found[j]) and all(_covers(region, k, v, h) for k, v in s)
+                    for j in kept):
+                kept.remove(i)
+        return conj([parts[i] for i in kept])
     if tag == "not":
         return neg(rollup(c[1], h, kind))
     if tag != "or":

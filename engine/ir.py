@@ -7,8 +7,10 @@ facts with their origin, strata in evaluation order, and the `test` blocks.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from grantlog.grammar.diagnostics import Diagnostic, Span
 
@@ -205,6 +207,13 @@ def value_key(v: Value) -> tuple[int, Value]:
 def row_key(row: Iterable[Value]) -> tuple[tuple[int, Value], ...]:
     """A sort key for rows (and bindings): :func:`value_key` column by column."""
     return tuple((0, v) if isinstance(v, int) else (1, v) for v in row)
+
+
+def position_after(values: Sequence[Any], after: Any) -> int:
+    """Where the values (or rows) of sorted ``values`` that come after ``after`` start: a
+    cursor's page begins there."""
+    key = row_key if isinstance(after, tuple | list) else value_key
+    return bisect.bisect_right(values, key(after), key=key)
 
 
 def show_value(v: Value) -> str:

@@ -8,7 +8,6 @@ none of it.
 
 from __future__ import annotations
 
-import bisect
 import builtins
 import difflib
 import threading
@@ -131,8 +130,7 @@ def _page(answers: Answers[ir.Value], after: ir.Value | None,
     if limit is not None and limit < 0:
         raise GrantlogError([error("bad-request", f"`limit` must be 0 or more, not {limit}",
                                    Span("<api>", 0, 0, 0, 0))])
-    start = 0 if after is None else bisect.bisect_right(answers, ir.value_key(after),
-                                                         key=ir.value_key)
+    start = 0 if after is None else ir.position_after(answers, after)
     end = len(answers) if limit is None else start + limit
     return Answers(answers[start:end], answers.revision)
 

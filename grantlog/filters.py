@@ -51,10 +51,16 @@ class Layout:
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise GrantlogError([error("bad-layout", f"cannot read the layout: {exc}",
                                        where)]) from None
+        return Layout.from_dict(data, where)
+
+    @staticmethod
+    def from_dict(data: Any, where: Span | None = None) -> Layout:
+        """A layout from its fields (a layout file's, a request's), checked."""
+        where = where or Span("<layout>", 0, 0, 0, 0)
         known = set(Layout.__dataclass_fields__)
-        unknown = sorted(set(data) - known)
-        if unknown or "table" not in data or not all(isinstance(v, str)
-                                                     for v in data.values()):
+        unknown = sorted(set(data) - known) if isinstance(data, dict) else []
+        if not isinstance(data, dict) or unknown or "table" not in data or not all(
+                isinstance(v, str) for v in data.values()):
             raise GrantlogError([error(
                 "bad-layout", "a layout names `table` and any of "
                 f"{', '.join(sorted(known - {'table'}))}, each a string"

@@ -167,6 +167,7 @@ def _filters(args: argparse.Namespace, program: Any, spark: Any, inputs: dict[st
 
     from .filters import bulk_filters
 
+    facts = {rel: [tuple(row) for row in df.collect()] for rel, df in inputs.items()}
     subjects: list[Any] = list(args.subject)
     if args.subjects_from:
         rel, _, col = args.subjects_from.partition(":")
@@ -177,9 +178,7 @@ def _filters(args: argparse.Namespace, program: Any, spark: Any, inputs: dict[st
             raise GrantlogError([error("bad-option", "`--subjects-from REL:COLUMN` takes a "
                                        f"column number, not `{col}`", NO_SPAN)])
         i = int(col or 0)
-        rows = [f.row for f in program.facts if f.rel == rel]
-        if rel in inputs:
-            rows += [tuple(row) for row in inputs[rel].collect()]
+        rows = [f.row for f in program.facts if f.rel == rel] + facts.get(rel, [])
         if rows and i >= len(rows[0]):
             raise GrantlogError([error("bad-option", f"`{rel}` has no column {i}", NO_SPAN)])
         subjects += [row[i] for row in rows]
@@ -188,7 +187,7 @@ def _filters(args: argparse.Namespace, program: Any, spark: Any, inputs: dict[st
         raise GrantlogError([error("bad-option", "`--filters` needs subjects: `--subject S` "
                                    "or `--subjects-from REL`", NO_SPAN)])
     say(f"filters of {len(subjects):,} subjects for `{args.filters}`")
-    df = bulk_filters(program, spark, inputs, subjects, args.filters, args.resource_type)
+    df = bulk_filters(program, spark, facts, subjects, args.filters, args.resource_type)
     out = Path(args.output) / "filters"
     t1 = time.perf_counter()
     df.write.mode("overwrite").parquet(str(out))

@@ -82,8 +82,8 @@ BULK_SCHEMA = ("subject string, operation string, type string, revision long, "
                "condition string, error string")
 
 
-def bulk_filters(program: Any, spark: Any, inputs: dict[str, Any], subjects: list[Any],
-                 operation: str, type: str | None = None,
+def bulk_filters(program: Any, spark: Any, facts: dict[str, list[tuple[Any, ...]]],
+                 subjects: list[Any], operation: str, type: str | None = None,
                  partitions: int | None = None) -> Any:
     """The filters of many subjects at once, as a DataFrame (:data:`BULK_SCHEMA`): one row
     per subject with its filter's condition as JSON (``Residual.to_dict()["condition"]``), or
@@ -93,11 +93,11 @@ def bulk_filters(program: Any, spark: Any, inputs: dict[str, Any], subjects: lis
 
     The subjects are spread over ``partitions`` Spark tasks (default: the cluster's
     parallelism); each task compiles the program from its source texts and loads the facts
-    (the program's own and the ``inputs`` DataFrames', broadcast once), as the in-memory
-    engine does, then partially evaluates the decision for each of its subjects."""
+    (the program's own and ``facts``, the rows of its inputs by relation, broadcast once),
+    as the in-memory engine does, then partially evaluates the decision for each of its
+    subjects."""
     import json
 
-    facts = {rel: [tuple(row) for row in df.collect()] for rel, df in inputs.items()}
     shipped = spark.sparkContext.broadcast((dict(program.sources), facts))
     sc = spark.sparkContext
     n = max(1, min(len(subjects), partitions or sc.defaultParallelism))

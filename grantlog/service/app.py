@@ -14,7 +14,6 @@ carrying the error (fail closed), never an allow and never a 500.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import collections
 import gc
 import json
@@ -492,10 +491,7 @@ def _page(values: list[Any], data: dict[str, Any]) -> tuple[list[Any], str | Non
         except orjson.JSONDecodeError:
             raise BadRequest(422, "bad-request", "`cursor` is not one this server made") \
                 from None
-        key = ir.row_key(after) if isinstance(after, list) else ir.value_key(after)
-        keys = [ir.row_key(v) if isinstance(v, tuple | list) else ir.value_key(v)
-                for v in values]
-        start = bisect.bisect_right(keys, key)
+        start = ir.position_after(values, after)
     if limit is None:
         return values[start:], None
     page = values[start:start + limit]
@@ -541,12 +537,7 @@ async def filter_(svc: Service, request: Request) -> Response:
     if layout is not None:
         from grantlog.filters import Layout
 
-        fields = set(Layout.__dataclass_fields__)
-        if not isinstance(layout, dict) or "table" not in layout or set(layout) - fields or \
-                not all(isinstance(v, str) for v in layout.values()):
-            raise BadRequest(422, "bad-layout", "`layout` is an object naming `table` and any "
-                             f"of {', '.join(sorted(fields - {'table'}))}, each a string")
-        lay = Layout(**layout)
+        lay = Layout.from_dict(layout, _here("<request>"))
 
     def run() -> dict[str, Any]:
         f = svc.reasoner.filter(s, o, typ, at_least=_int(data, "at_least_revision"))

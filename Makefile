@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev-spark-peers
 
 .PHONY: demo test lint typecheck unit grammar vsix docs-html bench bench-store bench-service \
-	bench-list bench-lsp clean install
+	bench-list bench-lsp bench-opa clean install
 
 # the dev tools, the Spark extra (pyspark, graphframes-py) and the peer engines: `make test`
 # runs the Spark tests and checks the peers of the benchmarks against the oracle
@@ -88,6 +88,11 @@ bench-list: $(STAMP)
 
 bench-lsp: $(STAMP)
 	$(BIN)/python benchmarks/lsp_bench.py --write
+
+## OPA's Data API (Trino's allow request) against /v1/check over HTTP at 1M tables (issue 18).
+bench-opa: $(STAMP)
+	command -v wrk >/dev/null || apt-get install -y wrk
+	$(BIN)/python benchmarks/opa_bench.py --write
 
 clean:
 	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache .hypothesis .typecheck

@@ -4,6 +4,7 @@
 * ``("type", t)``: ``entity(R, t)``;
 * ``("under", a)``: ``ancestor_or_self(a, R)`` (the prelude's hierarchy);
 * ``("parent", p)``: ``contains(p, R)``;
+* ``("cell", column, value)``: a row filter's row holds ``value`` in ``column``;
 * ``("and", parts)``, ``("or", parts)``, ``("not", part)``, ``("true",)``, ``("false",)``.
 
 ``conj``/``disj``/``neg`` build them simplified; ``to_json``/``from_json`` convert;
@@ -88,6 +89,8 @@ def to_json(c: Cond) -> Any:
         return {"not": to_json(c[1])}
     if tag == "in":
         return {"in": sorted(c[1], key=ir.value_key)}
+    if tag == "cell":
+        return {"cell": [c[1], c[2]]}
     return {tag: c[1]}
 
 
@@ -102,6 +105,8 @@ def from_json(c: Any) -> Cond:
         return ("not", from_json(v))
     if tag == "in":
         return ("in", frozenset(v))
+    if tag == "cell":
+        return ("cell", v[0], v[1])
     return (tag, v)
 
 
@@ -150,6 +155,22 @@ def compile_cond(c: Cond) -> Test:
         return (not under.isdisjoint(a) or x in names or not types.isdisjoint(t)
                 or not parents.isdisjoint(p) or any(f(x, a, t, p) for f in rest))
     return any_of
+
+
+def row_holds(c: Cond, cells: dict[Any, Any]) -> bool:
+    """A row filter's condition decided for a row given as ``{column: value}``."""
+    tag = c[0]
+    if tag in ("true", "false"):
+        return bool(tag == "true")
+    if tag == "cell":
+        return c[1] in cells and bool(cells[c[1]] == c[2])
+    if tag == "not":
+        return not row_holds(c[1], cells)
+    if tag == "and":
+        return all(row_holds(p, cells) for p in c[1])
+    if tag == "or":
+        return any(row_holds(p, cells) for p in c[1])
+    raise ValueError(f"`{tag}` says something of a resource, not of a row")
 
 
 def mentioned(c: Cond) -> set[Any]:

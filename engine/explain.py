@@ -403,6 +403,8 @@ class Limits:
     nodes: int = 400
     #: search steps per rule body (bindings extended); the best binding so far is used
     search: int = 20000
+    #: prove the facts that block negated literals (a summary can do without: cheaper)
+    proofs: bool = True
 
 
 @dataclass(frozen=True)
@@ -552,7 +554,8 @@ class WhyNot:
         else:
             row = min(self.ctx.lookup(atom.rel, cols, key), key=ir.row_key)
         node = self._node(f"not {_show_open_atom(atom.rel, terms)}", "blocked")
-        node.children.append(self.prover.prove(atom.rel, row))
+        if self.limits.proofs:
+            node.children.append(self.prover.prove(atom.rel, row))
         return node
 
     def _rows(self, atom: ir.Atom, env: Mapping[str, ir.Value]) -> Collection[ir.Row]:

@@ -26,11 +26,20 @@ from .conditions import Cond, conj, disj
 from .database import Database, stored_get
 from .demand import DemandContext, DemandPlans, Memo
 from .evaluate import EvalStats, Evaluator
-from .explain import Explanation, Proof, Prover, WhyNot
+from .explain import Explanation, Limits, Proof, Prover, WhyNot
 from .hierarchy import Hierarchy, enumerate_admitted, rollup, under_chains
 from .incremental import Change, Maintainer
 from .plan import plan_bound
-from .residual import KNOWN, SYM, Partial, Residual, prelude_hierarchy
+from .residual import (
+    KNOWN,
+    SYM,
+    Partial,
+    Residual,
+    RowFilter,
+    prelude_hierarchy,
+    row_relations,
+    unsupported,
+)
 from .stats import Statistics
 
 INSERTED = "inserted at run time"
@@ -808,9 +817,9 @@ class Reasoner:
 
         return Prover(self.program, db.full, ctx, origin)
 
-    def explain(self, goal: str) -> Explanation:
+    def explain(self, goal: str, limits: Limits | None = None) -> Explanation:
         """Why the goal holds (a proof tree for its first answer), or why it has no answer (a
-        why-not tree); see engine/explain.py."""
+        why-not tree, within ``limits``); see engine/explain.py."""
         g = self._goal(goal)
         with self._read():
             ctx = self._context()
@@ -820,7 +829,7 @@ class Reasoner:
                 key=lambda e: ir.row_key(e[n] for n in g.names),
             )
             if not answers:
-                why_not = WhyNot(self.program, ctx, self._prover(ctx)).goal(g.rule)
+                why_not = WhyNot(self.program, ctx, self._prover(ctx), limits).goal(g.rule)
                 return Explanation(goal, False, {}, None, why_not)
             env = answers[0]
             prover = self._prover(ctx)
@@ -951,6 +960,29 @@ class Reasoner:
             return {b["P"] for b in self.query(f"contains(P, {ir.show_value(x)})")}
 
         return Residual(subject, operation, cond, revision, ancestors, types, parents, chains)
+
+    def row_filter(self, subject: str, table: str, relation: str = "row_visible",
+                   at_least: int | None = None) -> RowFilter:
+        """The condition a row of ``table`` must meet for ``relation(subject, table, R)``:
+        the relation partially evaluated with the row unknown, where ``row(table, R)`` and
+        ``cell(R, column, value)`` are the row's own (engine/residual.py). A condition on
+        cells only; ``filter-unsupported`` when a rule says more of the row."""
+        r = self._relation(relation)
+        if r.arity != 3:
+            raise GrantlogError([error(
+                "bad-request", f"a row filter asks `{relation}(subject, table, row)`; "
+                f"`{relation}` has {r.arity} columns", Span("<api>", 0, 0, 0, 0))])
+        if not row_relations(self.program):
+            raise unsupported("row filters need the stored relations `row(table, row)` and "
+                              "`cell(row, column, value)`", None)
+        if at_least is not None:
+            self.wait_for(at_least)
+        with self._read():
+            p = Partial(self.program, self._context(), self._base)
+            p.rows, p.table = True, table
+            cond = disj([c for _, c in p.atom(relation, (subject, table, SYM))])
+            revision = self.revision
+        return RowFilter(subject, table, relation, cond, revision)
 
     def _kinds(self, ctx: DemandContext, candidates: Sequence[ir.Value],
                fixed: set[ir.Value], known: set[tuple[str, int]] | None = None,

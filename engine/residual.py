@@ -10,7 +10,14 @@ built from
 * ``("type", t)``: ``entity(R, t)``;
 * ``("under", a)``: ``ancestor_or_self(a, R)`` (the prelude's hierarchy);
 * ``("parent", p)``: ``contains(p, R)``;
+* ``("cell", column, value)``: for a row filter, the row's ``column`` holds ``value``;
 * ``("and", parts)``, ``("or", parts)``, ``("not", part)``, ``("true",)``, ``("false",)``.
+
+Row filters (``Reasoner.row_filter``) ask a relation such as ``row_visible(user, table, R)``
+with ``R`` standing for a row of the table: a program that declares the stored relations
+``row(table, row)`` and ``cell(row, column, value)`` (rules/gravitino_data.gl) has them read
+as the row's own: ``row(T, R)`` holds for the table asked about and ``cell(R, c, v)`` is the
+condition that column ``c`` holds ``v`` (rendered as ``c = v`` in SQL).
 
 For the hierarchy models this reads "under one of these objects and not under one of those,
 of this type, in one of these schemas". What cannot be expressed this way — a comparison of
@@ -27,7 +34,7 @@ from typing import Any
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from . import ir
-from .conditions import FALSE, TRUE, Cond, Test, compile_cond, conj, disj, neg, to_json
+from .conditions import FALSE, TRUE, Cond, Test, compile_cond, conj, disj, neg, row_holds, to_json
 
 
 class _Symbol:
@@ -76,6 +83,14 @@ def prelude_hierarchy(program: ir.Program) -> bool:
     return bool(got)
 
 
+def row_relations(program: ir.Program) -> bool:
+    """Whether ``program`` declares the stored relations a row filter reads as the row's own:
+    ``row(table, row)`` and ``cell(row, column, value)``."""
+    rels = program.relations
+    return all(r in rels and rels[r].arity == n and r not in program.derived
+               for r, n in (("row", 2), ("cell", 3)))
+
+
 def unsupported(message: str, rule: ir.Rule | None) -> GrantlogError:
     span = rule.span if rule is not None else Span("<filter>", 0, 0, 0, 0)
     where = f" (rule `{rule.name}`)" if rule is not None else ""
@@ -97,6 +112,10 @@ class Partial:
         self.derived = program.derived
         self.memo: dict[tuple[str, tuple[Any, ...]], list[tuple[tuple[Any, ...], Cond]]] = {}
         self.hierarchy = prelude_hierarchy(program)
+        #: a row filter: ``row``/``cell`` over the unknown are the row's own (see above)
+        self.rows = False
+        #: a row filter's table
+        self.table: Any = None
         self.active: set[tuple[str, tuple[Any, ...]]] = set()
         self.rule: ir.Rule | None = None
         self.fanouts: dict[tuple[Any, ...], float] = {}
@@ -136,6 +155,8 @@ class Partial:
         return got
 
     def _atom(self, rel: str, args: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Cond]]:
+        if self.rows and rel in ("row", "cell"):
+            return self._row(rel, args)
         if rel in ("ancestor_or_self", "ancestor") and self.hierarchy:
             a, b = args
             if b is SYM and a is not SYM:
@@ -164,6 +185,19 @@ class Partial:
                 self.hierarchy:
             return [((args[0], SYM), ("parent", args[0]))]
         return self._stored(rel, args)
+
+    def _row(self, rel: str, args: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Cond]]:
+        """``row(T, R)``: the row asked about is of the table asked about; ``cell(R, c, v)``:
+        the condition that its column ``c`` holds ``v``."""
+        if rel == "row":
+            table, row = args
+            if row is SYM and table is not SYM and table is not _UNBOUND:
+                return [((table, SYM), TRUE)] if table == self.table else []
+            raise unsupported("`row(T, R)` needs the table known and the row unknown", self.rule)
+        r, column, value = args
+        if r is SYM and column not in (SYM, _UNBOUND) and value not in (SYM, _UNBOUND):
+            return [((SYM, column, value), ("cell", column, value))]
+        raise unsupported("`cell(R, C, V)` needs the column and the value known", self.rule)
 
     def _stored(self, rel: str, args: tuple[Any, ...],
                 rows: list[ir.Row] | None = None) -> list[tuple[tuple[Any, ...], Cond]]:
@@ -445,3 +479,21 @@ class Residual:
         return bool(self._test(x, self._ancestors(x), self._types(x), self._parents(x)))
 
 
+
+
+class RowFilter:
+    """A row filter: the condition (``cond``, over cells only) a row of ``table`` must
+    meet for ``relation(subject, table, row)`` at ``revision``."""
+
+    def __init__(self, subject: ir.Value, table: ir.Value, relation: str, cond: Cond,
+                 revision: int) -> None:
+        self.subject, self.table, self.relation = subject, table, relation
+        self.cond, self.revision = cond, revision
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"subject": self.subject, "table": self.table, "relation": self.relation,
+                "revision": self.revision, "condition": to_json(self.cond)}
+
+    def holds(self, cells: dict[Any, Any]) -> bool:
+        """Whether the row ``{column: value}`` passes."""
+        return row_holds(self.cond, cells)

@@ -263,13 +263,18 @@ def cmd_list(a: argparse.Namespace) -> int:
 
 
 def cmd_filter(a: argparse.Namespace) -> int:
+    here = Span("<command line>", 0, 0, 0, 0)
+    if a.rows is not None:
+        return _row_filter(a, here)
+    if len(a.args) < 2:
+        raise GrantlogError([error("bad-option", "filter takes FILE... SUBJECT OPERATION",
+                                   here)])
     *files, subject, operation = a.args
     r = _reasoner(a, _compile(_inputs(a, files), a.strict))
     f = r.filter(subject, operation, a.type)
     if a.sql is None:
         _out(json.dumps(f.to_dict(), indent=2, ensure_ascii=False))
         return EXIT_OK
-    here = Span("<command line>", 0, 0, 0, 0)
     if a.layout is None:
         raise GrantlogError([error("bad-option", "--sql needs --layout FILE (the catalog "
                                    "table's name and columns)", here)])
@@ -281,6 +286,23 @@ def cmd_filter(a: argparse.Namespace) -> int:
             from None
     layout = Layout.load(a.layout)
     _out((to_sql if a.where else select_sql)(f, layout, a.sql))
+    return EXIT_OK
+
+
+def _row_filter(a: argparse.Namespace, here: Span) -> int:
+    """``grantlog filter --rows TABLE FILE... SUBJECT``: a row filter, as JSON or SQL."""
+    if a.layout is not None or a.type is not None:
+        raise GrantlogError([error("bad-option", "--rows takes neither --layout nor --type: "
+                                   "a row filter is over the table's own columns", here)])
+    *files, subject = a.args
+    r = _reasoner(a, _compile(_inputs(a, files), a.strict))
+    f = r.row_filter(subject, a.rows, a.relation)
+    if a.sql is None:
+        _out(json.dumps(f.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    from grantlog.filters import row_filter_sql
+
+    _out(row_filter_sql(f, a.sql))
     return EXIT_OK
 
 
@@ -470,6 +492,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the catalog table: a TOML file (table, id, type, parent, path)")
     sp.add_argument("--where", action="store_true",
                     help="with --sql, print only the WHERE condition")
+    sp.add_argument("--rows", metavar="TABLE",
+                    help="a row filter instead (FILE... SUBJECT): the condition a row of TABLE "
+                    "must meet for RELATION(SUBJECT, TABLE, row); --sql without --layout")
+    sp.add_argument("--relation", default="row_visible",
+                    help="with --rows, the relation asked (row_visible)")
     sp.set_defaults(fn=cmd_filter)
 
     sp = add("who", "the subjects that may perform OPERATION on RESOURCE", inputs=True)

@@ -16,6 +16,11 @@ resource, each followed by the separator, e.g. ``/m1/m1.c1/m1.c1.s1/``::
 PostgreSQL, Spark SQL or Trino; :func:`select_sql` as the whole query of the ids. A condition
 the layout cannot express (a type without a type column, "under" without a parent or path)
 is refused with ``filter-layout``, never rendered as one that admits more.
+
+Rows and columns of a table (rules/gravitino_data.gl): :func:`row_filter_sql` renders a row
+filter (``Reasoner.row_filter``, conditions on the row's cells) as a condition over the
+table's own columns, and :func:`mask_sql` a column mask (:data:`MASKS`) as the expression
+that replaces the column.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 from sqlglot import exp
 
 from grantlog.engine.conditions import Cond
-from grantlog.engine.residual import Residual
+from grantlog.engine.residual import Residual, RowFilter
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 DIALECTS = ("sqlite", "postgres", "spark", "trino")
@@ -85,10 +90,12 @@ class _Render:
                                        f"{', '.join(DIALECTS)}", Span("<options>", 0, 0, 0, 0))])
         self.layout, self.dialect = layout, dialect
         self.chains = chains or {}
+        #: column names quoted (a row filter's: the table's own columns, any spelling)
+        self.quoted = False
 
     def col(self, name: str, table: str | None = None) -> exp.Column:
-        return exp.column(exp.to_identifier(name), table=exp.to_identifier(table)
-                          if table else None)
+        return exp.column(exp.to_identifier(name, quoted=self.quoted),
+                          table=exp.to_identifier(table) if table else None)
 
     def cond(self, c: Cond) -> exp.Expr:
         tag, lay = c[0], self.layout
@@ -113,6 +120,8 @@ class _Render:
             return exp.EQ(this=self.col(lay.parent), expression=_lit(c[1]))
         if tag == "under":
             return self.under(c[1])
+        if tag == "cell":
+            return exp.EQ(this=self.col(c[1]), expression=_lit(c[2]))
         if tag == "and":
             return exp.and_(*[self.cond(p) for p in c[1]])
         if tag == "or":
@@ -178,3 +187,65 @@ def select_sql(residual: Residual, layout: Layout, dialect: str = "postgres") ->
     q = exp.select(r.col(layout.id)).from_(exp.to_identifier(layout.table)).where(
         r.cond(residual.cond))
     return q.sql(dialect=dialect)
+
+
+def _cells_only(c: Cond) -> bool:
+    if c[0] in ("and", "or"):
+        return all(_cells_only(p) for p in c[1])
+    if c[0] == "not":
+        return _cells_only(c[1])
+    return c[0] in ("cell", "true", "false")
+
+
+def row_filter_sql(f: RowFilter, dialect: str = "trino") -> str:
+    """A row filter as a condition over the table's columns, in ``dialect``."""
+    if not _cells_only(f.cond):
+        raise layout_error("the row filter says something of the row other than its cells")
+    r = _Render(Layout(table=""), dialect)
+    r.quoted = True
+    return r.cond(f.cond).sql(dialect=dialect)
+
+
+#: column masks, the strongest first (a column with several gets the first):
+#: ``nullify`` NULL; ``redact`` the string ``'****'``; ``last4`` ``'****'`` and the last four
+#: characters. A mask of a string kind over a column known not to hold strings is NULL.
+MASKS = ("nullify", "redact", "last4")
+_STRINGS = ("varchar", "char", "text", "string", "character varying")
+
+
+def strongest_mask(masks: Any) -> str | None:
+    """The mask a column gets when several apply (None: no known mask among them)."""
+    have = set(masks)
+    known = [m for m in MASKS if m in have]
+    return known[0] if known else None
+
+
+def mask_sql(mask: str, column: str, dialect: str = "trino",
+             column_type: str | None = None) -> str:
+    """The expression that shows ``column`` through ``mask`` in ``dialect`` (``column_type``,
+    as the engine names it: a non-string column masked by a string kind becomes NULL)."""
+    if mask not in MASKS:
+        raise GrantlogError([error("bad-option", f"`{mask}` is not a mask; masks are "
+                                   f"{', '.join(MASKS)}", Span("<mask>", 0, 0, 0, 0))])
+    _Render(Layout(table=""), dialect)  # checks the dialect
+    stringy = column_type is None or column_type.lower().split("(")[0].strip() in _STRINGS
+    col = exp.column(exp.to_identifier(column, quoted=True))
+    stars = exp.Literal.string("****")
+    e: exp.Expr
+    if mask == "nullify" or not stringy:
+        e = exp.Null()
+    elif mask == "redact":
+        e = stars
+    else:
+        last = (exp.Substring(this=col, start=exp.Literal.number(-4))
+                if dialect in ("sqlite", "trino") else
+                exp.Right(this=col, expression=exp.Literal.number(4)))
+        e = exp.DPipe(this=stars, expression=last, safe=True)
+    return e.sql(dialect=dialect)
+
+
+def apply_mask(mask: str, value: Any) -> Any:
+    """What :func:`mask_sql` shows of a string ``value`` (the tests' oracle)."""
+    if value is None or mask == "nullify":
+        return None
+    return "****" if mask == "redact" else "****" + str(value)[-4:]

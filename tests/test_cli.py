@@ -117,8 +117,8 @@ def test_console_script_is_installed() -> None:
 def test_models_and_model_inputs(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "models")
     names = [line.split()[0] for line in out.splitlines()]
-    assert code == 0 and names == ["cdap_entity", "cdap_parent", "gravitino", "onehouse",
-                                   "three_tier"]
+    assert code == 0 and names == ["cdap_entity", "cdap_parent", "gravitino", "gravitino_data",
+                                   "onehouse", "three_tier"]
     code, _, err = run(capsys, "check", "-m", "nosuch", "a", "b", "c")
     assert code == 2 and "error[unknown-model]" in err
 

@@ -69,6 +69,9 @@ class Config:
     decision_log_sample: float = 1.0
     decision_log_mask: list[str] | None = None
     decision_log_max_bytes: int = 100 * 2**20
+    #: OPA Data API mappings served under /v1/data/ (grantlog/interop/opa.py): shipped names
+    #: (``trino``, ``polaris``) or mapping files
+    opa: list[str] | None = None
     #: install ``rules`` in the store as its policy when starting (the command line's process;
     #: the workers it starts read the store's newest policy instead)
     install: bool = True
@@ -129,6 +132,18 @@ class Service:
         check_watched(self.program, self.watched, "<command line>")
         self.reasoner = self._reasoner(self.program)
         self.metrics = metrics.Metrics()
+        #: OPA Data API paths (no leading slash) -> (mapping, what is answered there)
+        self.opa: dict[str, tuple[Any, str]] = {}
+        for name in config.opa or []:
+            from grantlog.interop.opa import Mapping
+
+            m = Mapping.load(name)
+            for path, kind in m.endpoints.items():
+                if path in self.opa:
+                    raise GrantlogError([error(
+                        "bad-mapping", f"the Data API path `{path}` of `{m.name}` is already "
+                        f"served by `{self.opa[path][0].name}`", _here("<command line>"))])
+                self.opa[path] = (m, kind)
         self.started = time.time()
         self.dlog: DecisionLog | None = None
         if config.decision_log:
@@ -551,6 +566,50 @@ async def filter_(svc: Service, request: Request) -> Response:
     return JSON(await run_in_threadpool(run))
 
 
+@endpoint("opa_data", "check")
+async def opa_data(svc: Service, request: Request) -> Response:
+    """POST /v1/data/{path} {input}: OPA's Data API for the mapped platforms (docs/opa.md):
+    ``{"result": ...}`` as the platform's plugin parses it, ``reason`` with a deny's why-not,
+    ``decision_id`` (the decision log's request id)."""
+    path = request.path_params["path"].strip("/")
+    got = svc.opa.get(path)
+    if got is None:
+        raise BadRequest(404, "not-found", f"no mapping serves the Data API path `{path}` "
+                         f"(served: {', '.join(sorted(svc.opa)) or 'none; start with --opa'})")
+    mapping, kind = got
+    data = await svc.body(request)
+    inp = data.get("input")
+    if not isinstance(inp, dict):
+        raise BadRequest(422, "bad-request", "the body is `{\"input\": {...}}`")
+    t0 = time.perf_counter()
+    if kind == "row_filters":  # a partial evaluation: off the event loop
+        ans = await run_in_threadpool(mapping.answer, kind, inp, svc.reasoner)
+    else:  # checks and lookups, as fast as /v1/check's: no thread hop
+        ans = mapping.answer(kind, inp, svc.reasoner)
+    revision = svc.reasoner.revision
+    rid = svc.dlog.request_id(request.headers) if svc.dlog is not None else ""
+    if svc.dlog is not None:
+        where = {"mapping": mapping.name, "path": path}
+        for i, d in enumerate(ans.decisions):
+            svc.dlog.log(f"opa:{path}", f"{rid}/{i}" if len(ans.decisions) > 1 else rid,
+                         {"subject": d.subject, "operation": d.operation,
+                          "resource": d.resource, "opa": where},
+                         {"allowed": d.allowed, "reasons": d.reasons}
+                         | ({"error": d.error} if d.error else {}), t0, revision)
+        if not ans.decisions:
+            svc.dlog.log(f"opa:{path}", rid, {"opa": where} | ans.detail,
+                         {"result": ans.result} | ({"reason": ans.reason} if ans.reason
+                                                   else {}), t0, revision)
+    for d in ans.decisions:
+        svc.metrics.decided["error" if d.error else "allow" if d.allowed else "deny"].inc()
+    out: dict[str, Any] = {"result": ans.result}
+    if ans.reason and kind != "allow_object":  # allow_object carries it in the result
+        out["reason"] = ans.reason
+    if rid:
+        out["decision_id"] = rid
+    return JSON(out)
+
+
 @endpoint("who", "check")
 async def who(svc: Service, request: Request) -> Response:
     """POST /v1/who {operation, resource, at_least_revision?, limit?, cursor?}"""
@@ -864,6 +923,7 @@ def create_app(config: Config) -> FastCheck:
         Route("/v1/write", write, methods=["POST"]),
         Route("/v1/watch", watch, methods=["GET"]),
         Route("/v1/relations/{rel}", relation_rows, methods=["GET"]),
+        Route("/v1/data/{path:path}", opa_data, methods=["POST"]),
         Route("/v1/policy", get_policy, methods=["GET"]),
         Route("/v1/policy", put_policy, methods=["PUT"]),
         Route("/healthz", healthz, methods=["GET"]),

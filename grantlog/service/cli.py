@@ -51,6 +51,10 @@ def add_parser(sub: Any) -> None:
                     help="a field written as *** (e.g. input.subject); repeatable")
     sp.add_argument("--decision-log-max-bytes", type=int, default=100 * 2**20,
                     metavar="BYTES", help="rotate the log file at this size (5 kept)")
+    sp.add_argument("--opa", action="append", metavar="MAPPING",
+                    help="answer OPA's Data API (POST /v1/data/...) for a platform's plugin: "
+                    "a shipped mapping (trino, polaris) or a mapping file (docs/opa.md); "
+                    "repeatable")
     sp.add_argument("--strict", action="store_true")
     sp.add_argument("--log-level", default="warning")
     sp.set_defaults(fn=cmd_serve)
@@ -85,7 +89,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
                     watch=a.watch or [], decision_log=a.decision_log,
                     decision_log_sample=a.decision_log_sample,
                     decision_log_mask=a.decision_log_mask,
-                    decision_log_max_bytes=a.decision_log_max_bytes)
+                    decision_log_max_bytes=a.decision_log_max_bytes, opa=a.opa or [])
     if not 0.0 <= a.decision_log_sample <= 1.0:
         raise GrantlogError([error("bad-option", "--decision-log-sample is a share from 0 to 1",
                                    here)])

@@ -87,6 +87,12 @@ def document() -> dict[str, Any]:
                  "at_least_revision": _REV},
                 _json({"type": "object", "properties": {
                     "condition": {}, "sql": _STR, "revision": _REV}})),
+            "/v1/data/{path}": _post(
+                "OPA's Data API for a mapped platform's plugin (`--opa trino|polaris|FILE`, "
+                "docs/opa.md): allow, batch, row filters, column masks", ["input"],
+                {"input": {"type": "object"}},
+                _json({"type": "object", "required": ["result"], "properties": {
+                    "result": {}, "reason": _STR, "decision_id": _STR}})),
             "/v1/explain": _post("why (a proof) or why not", ["goal"],
                                  {"goal": _STR, "format": {"enum": ["json", "text", "dot",
                                                                     "mermaid"]},

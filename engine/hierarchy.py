@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import ir
-from .conditions import Cond, Test, compile_cond, conj, disj, mentioned, neg
+from .conditions import FALSE, TRUE, Cond, Test, compile_cond, conj, disj, mentioned, neg
 
 
 class Hierarchy:
@@ -21,10 +21,49 @@ class Hierarchy:
         self._down = stored_get(ctx.base_index("contains", (0,)))
         self._up = stored_get(ctx.base_index("contains", (1,)))
         self._types = stored_get(ctx.base_index("entity", (0,)))
+        self._by_type: Any = None  # entity's (1,) index, built when first asked
+        self._above: dict[Any, frozenset[Any]] = {}
+        self._chains: dict[Any, tuple[Any, ...]] = {}
+        self._strict_m: dict[Any, frozenset[Any]] = {}
+        self._below: dict[tuple[Any, Any], bool] = {}
+        #: what outlives this view while the hierarchy stands (the reasoner's; see ``upper``)
+        self.cache: dict[Any, Any] = {}
         #: every object has at most one parent and one type (the indexes say so as they
         #: stand): subtrees are disjoint and a walk down knows each node's ancestors
         self.tree = self._up[1] and self._types[1]
         self._ctx = ctx
+
+    def of_type(self, t: Any) -> list[Any]:
+        """Every object of type ``t``."""
+        from .database import stored_get
+
+        if self._by_type is None:
+            self._by_type = stored_get(self._ctx.base_index("entity", (1,)))
+        return [row[0] for row in self._rows(self._by_type, t)]
+
+    def upper(self, v: Any, t: Any) -> frozenset[Any]:
+        """``v`` and what lies under it with no ``t``-object at or above it (in a tree; the
+        walk stops at ``t``-objects). Kept in ``cache`` (the reasoner's, while the hierarchy
+        stands): the same few objects above a level are asked by every user's filter."""
+        key = ("upper", v, t)
+        got = self.cache.get(key)
+        if got is None:
+            types_get = self._types[0]
+            down_get, one_child = self._down
+            out: set[Any] = set()
+            todo = [v]
+            while todo and len(out) <= UPPER_MAX:
+                x = todo.pop()
+                out.add(x)
+                bucket = down_get(x)
+                if bucket is None:
+                    continue
+                for row in ((bucket,) if one_child else bucket):
+                    trow = types_get(row[1])
+                    if trow is None or trow[1] != t:
+                        todo.append(row[1])
+            got = self.cache[key] = frozenset(out)
+        return got
 
     def kinds(self) -> list[Any]:
         """Every type an object has."""
@@ -48,8 +87,77 @@ class Hierarchy:
     def children(self, x: Any) -> list[Any]:
         return [row[1] for row in self._rows(self._down, x)]
 
-    def above(self, x: Any) -> set[Any]:
-        """``ancestor_or_self(A, x)``: every strict ancestor, and ``x`` if it is an entity."""
+    def above(self, x: Any) -> frozenset[Any]:
+        """``ancestor_or_self(A, x)``: every strict ancestor, and ``x`` if it is an entity
+        (kept: a filter asks the same objects many times)."""
+        got = self._above.get(x)
+        if got is None:
+            strict = self._strict(x) if self.tree else None
+            if strict is None:  # a graph, or a cycle of parents
+                got = frozenset(self._walk_up(x))
+            else:
+                got = strict | {x} if self._rows(self._types, x) else strict
+            self._above[x] = got
+        return got
+
+    def strict(self, x: Any) -> frozenset[Any]:
+        """``x``'s strict ancestors (kept)."""
+        got = self._strict(x) if self.tree else None
+        return got if got is not None else self.above(x) - {x}
+
+    def below_level(self, x: Any, t: Any) -> bool:
+        """Whether an object of type ``t`` lies strictly above ``x`` (kept)."""
+        key = (x, t)
+        got = self._below.get(key)
+        if got is None:
+            types_get = self._types[0]
+            got = self._below[key] = any(
+                (row := types_get(y)) is not None and row[1] == t for y in self.strict(x)) \
+                if self._types[1] else any(t in self.types(y) for y in self.strict(x))
+        return got
+
+    def _strict(self, x: Any) -> frozenset[Any] | None:
+        """In a tree, ``x``'s strict ancestors: its parent's and the parent (each kept, for
+        the siblings); None on a cycle of parents."""
+        memo = self._strict_m
+        path: list[Any] = []
+        seen: set[Any] = set()
+        y = x
+        while y not in memo:
+            if y in seen:
+                return None
+            seen.add(y)
+            path.append(y)
+            ps = self.parents(y)
+            if not ps:  # a root
+                memo[y] = frozenset()
+                path.pop()
+                break
+            y = ps[0]
+        acc = memo[y]
+        for node in reversed(path):  # y is node's parent
+            acc = memo[node] = acc | {y}
+            y = node
+        return memo[x]
+
+    def chain(self, x: Any) -> tuple[Any, ...]:
+        """In a tree: the ids from the root down to ``x`` (kept, like :meth:`above`; cut
+        at 10,000 on a cycle of parents)."""
+        got = self._chains.get(x)
+        if got is None:
+            path, y = [x], x
+            while (up := self.parents(y)) and len(path) <= 10_000:
+                y = up[0]
+                if y in self._chains:
+                    got = self._chains[y] + tuple(reversed(path))
+                    break
+                path.append(y)
+            else:
+                got = tuple(reversed(path))
+            self._chains[x] = got
+        return got
+
+    def _walk_up(self, x: Any) -> set[Any]:
         out = {x} if self._rows(self._types, x) else set()
         todo = self.parents(x)
         seen: set[Any] = set()
@@ -61,6 +169,86 @@ class Hierarchy:
             out.add(p)
             todo.extend(self.parents(p))
         return out
+
+
+class NoLift(Exception):
+    """A condition on a level's object that :func:`lift` cannot turn into one on the
+    resource (the caller evaluates the level's objects one by one instead)."""
+
+
+#: objects above a level that :func:`lift` lists by name at most (past it: no lift)
+UPPER_MAX = 20_000
+
+
+def unnested(t: Any, h: Hierarchy) -> bool:
+    """Whether no object of type ``t`` lies below another (each resource then has at most
+    one ``t``-ancestor-or-self)."""
+    for x in h.of_type(t):
+        seen = {x}
+        todo = h.parents(x)
+        while todo:
+            p = todo.pop()
+            if p in seen:
+                continue
+            seen.add(p)
+            if t in h.types(p):
+                return False
+            todo.extend(h.parents(p))
+    return True
+
+
+def lift(c: Cond, t: Any, h: Hierarchy) -> Cond:
+    """``c``, a condition on the resource's ``t``-ancestor-or-self ``S`` (the one object of
+    type ``t`` at or above it), as a condition on the resource itself: the resource has such
+    an ``S`` and ``S`` meets ``c``. Exact in a tree whose ``t``-objects are never nested
+    (:func:`unnested`): ``S`` is under ``a`` exactly when the resource is and ``a`` is not
+    below a ``t``-object; ``S`` is ``v`` when the resource is under ``v``; a negation of a
+    condition on the one ``S`` is the negation of its lifted form. ``NoLift`` when ``c`` says
+    what a lift cannot (a cell, an unbounded condition, too many objects above the level)."""
+
+    def go(c: Cond) -> Cond:
+        tag = c[0]
+        if tag in ("true", "false"):
+            return c
+        if tag == "type":
+            return TRUE if c[1] == t else FALSE
+        if tag == "is":
+            return ("under", c[1]) if t in h.types(c[1]) else FALSE
+        if tag == "in":
+            return disj([go(("is", v)) for v in sorted(c[1], key=ir.value_key)])
+        if tag == "under":
+            return FALSE if h.below_level(c[1], t) else c
+        if tag == "parent":
+            return disj([("under", x) for x in h.children(c[1]) if t in h.types(x)])
+        if tag == "not":
+            return neg(go(c[1]))
+        if tag == "and":
+            return conj([go(p) for p in c[1]])
+        if tag == "or":
+            return disj([go(p) for p in c[1]])
+        raise NoLift(tag)
+
+    body = go(c)
+    if body == FALSE:
+        return FALSE
+    found = seeds(body, h)
+    if found is None:
+        raise NoLift("unbounded")
+    # ... and the resource has a t-ancestor-or-self: what the seeds reach without one is out
+    without: set[Any] = set()
+    for kind, v in found:
+        if any(t in h.types(x) for x in h.above(v)):
+            continue  # v is of the level or below it: so is everything under it
+        if kind == "is":
+            without.add(v)
+        else:
+            without |= h.upper(v, t)
+    if len(without) > UPPER_MAX:
+        raise NoLift("too many objects above the level")
+    if not without:
+        return body
+    return conj([body, neg(("in", frozenset(without)) if len(without) > 1
+                           else ("is", next(iter(without))))])
 
 
 def seeds(c: Cond, h: Hierarchy) -> list[tuple[str, Any]] | None:
@@ -282,11 +470,7 @@ def under_chains(c: Cond, h: Hierarchy) -> dict[Any, tuple[Any, ...]]:
         elif tag == "not":
             walk(c[1])
         elif tag == "under" and c[1] not in out:
-            chain, x = [c[1]], c[1]
-            while (up := h.parents(x)) and len(chain) <= 10_000:
-                x = up[0]
-                chain.append(x)
-            out[c[1]] = tuple(reversed(chain))
+            out[c[1]] = h.chain(c[1])
     walk(c)
     return out
 
@@ -312,13 +496,20 @@ def rollup(c: Cond, h: Hierarchy, kind: Any = None) -> Cond:
                     j != i and (s := found[j]) and all(_covers(region, k, v, h) for k, v in s)
                     for j in kept):
                 kept.remove(i)
-        return conj([parts[i] for i in kept])
+        kept_parts = [parts[i] for i in kept]
+        if inner is not None:  # the resource is of type `inner`: names of another type go
+            kept_parts = [_other_types_out(p, inner, h) for p in kept_parts]
+        return conj(kept_parts)
     if tag == "not":
         return neg(rollup(c[1], h, kind))
     if tag != "or":
         return c
     parts = [rollup(p, h, kind) for p in c[1]]
     unders = {p[1] for p in parts if p[0] == "under"}
+    inside = {u for u in unders if not unders.isdisjoint(h.strict(u))}
+    if inside:  # under a and under something below a: under a
+        parts = [p for p in parts if not (p[0] == "under" and p[1] in inside)]
+        unders -= inside
     rolled = set(unders)
     below: dict[Any, set[Any]] = {}  # parent -> its children among the unders
     todo = list(unders)
@@ -339,6 +530,20 @@ def rollup(c: Cond, h: Hierarchy, kind: Any = None) -> Cond:
         return disj(parts)
     return disj([p for p in parts if p[0] != "under"] + [("under", u) for u in sorted(
         rolled, key=ir.value_key)])
+
+
+def _other_types_out(c: Cond, kind: Any, h: Hierarchy) -> Cond:
+    """``not is v`` / ``not in vs`` of a resource of type ``kind``, without the ``v`` of
+    another type (in a tree an object has one type: the resource is not one of them)."""
+    if c[0] != "not" or c[1][0] not in ("is", "in"):
+        return c
+    names = (c[1][1],) if c[1][0] == "is" else c[1][1]
+    left = [v for v in names if not (t := h.types(v)) or kind in t]
+    if len(left) == len(names):
+        return c
+    if not left:
+        return TRUE
+    return neg(("is", left[0]) if len(left) == 1 else ("in", frozenset(left)))
 
 
 def _region(c: Cond) -> tuple[set[Any], set[Any]] | None:

@@ -254,6 +254,9 @@ class Reasoner:
         self._denied = Decision(False, (), 0)
         self._fact = Decision(True, (), 0)
         self._allowed: dict[tuple[str, ...], Decision] = {}
+        #: filters: per type, whether its objects are never nested (engine/hierarchy.py
+        #: ``unnested``); forgotten when the hierarchy changes
+        self._levels: dict[Any, Any] = {}
 
     # -- updates ------------------------------------------------------------------------------
 
@@ -389,6 +392,8 @@ class Reasoner:
                         del base[row]
             self._advance(revision)
             self._last = None  # the next read makes a new view
+            if not {"contains", "entity"}.isdisjoint(ins.keys() | dels.keys()):
+                self._levels = {}
             if not self._plans.unfolded.isdisjoint(ins.keys() | dels.keys()):
                 self._planned_for = None  # rows stored in a view the plans unfolded: re-plan
             for rel, gone in dels.items():
@@ -672,7 +677,7 @@ class Reasoner:
                 # lookups a filter's partial evaluation makes
                 reads |= {("contains", (0,)), ("contains", (1,)), ("entity", (0,)),
                           ("entity", (1,))}
-                partial = Partial(self.program, ctx, self._base)
+                partial = Partial(self.program, ctx, self._base, self._levels)
                 partial.warm(rel, (KNOWN, KNOWN, SYM))
                 for r, cols in partial.lookups:
                     if r in self.program.virtual:
@@ -906,26 +911,29 @@ class Reasoner:
             return None
         with self._read():
             ctx = self._context()
+            h = Hierarchy(ctx)
             try:
-                cond = self._residual(ctx, subject, operation, type)
+                cond = self._residual(ctx, subject, operation, type, h)
             except GrantlogError as err:
                 if err.diagnostics and err.diagnostics[0].code == "filter-unsupported":
                     return None
                 raise
-            got = enumerate_admitted(cond, Hierarchy(ctx))
+            got = enumerate_admitted(cond, h)
             return None if got is None else (got, self.revision)
 
     def _residual(self, ctx: DemandContext, subject: str, operation: str,
-                  type: str | None) -> Cond:
-        """The decision's condition on the resource for ``subject`` and ``operation``."""
-        found = Partial(self.program, ctx, self._base).atom(
-            self._decision(), (subject, operation, SYM))
+                  type: str | None, h: Hierarchy | None = None) -> Cond:
+        """The decision's condition on the resource for ``subject`` and ``operation`` (``h``:
+        the view's hierarchy, shared with the caller's walks)."""
+        partial = Partial(self.program, ctx, self._base, self._levels)
+        hier = prelude_hierarchy(self.program)
+        if hier:
+            h = partial._h = h or Hierarchy(ctx)
+        found = partial.atom(self._decision(), (subject, operation, SYM))
         cond = disj([c for _, c in found])
         cond = cond if type is None else conj([("type", type), cond])
-        if prelude_hierarchy(self.program):
-            h = Hierarchy(ctx)
-            if h.tree:
-                cond = rollup(cond, h)
+        if h is not None and hier and h.tree:
+            cond = rollup(cond, h)
         return cond
 
     def filter(self, subject: str, operation: str, type: str | None = None,
@@ -938,10 +946,10 @@ class Reasoner:
             self.wait_for(at_least)
         with self._read():
             ctx = self._context()
-            cond = self._residual(ctx, subject, operation, type)
+            h = Hierarchy(ctx) if prelude_hierarchy(self.program) else None
+            cond = self._residual(ctx, subject, operation, type, h)
             revision = self.revision
-            chains = under_chains(cond, Hierarchy(ctx)) if prelude_hierarchy(
-                self.program) else {}
+            chains = under_chains(cond, h) if h is not None else {}
         has = "ancestor_or_self" in self.program.relations
 
         def ancestors(x: ir.Value) -> set[ir.Value]:

@@ -35,6 +35,7 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from . import ir
 from .conditions import FALSE, TRUE, Cond, Test, compile_cond, conj, disj, neg, row_holds, to_json
+from .hierarchy import Hierarchy, NoLift, lift, unnested
 
 
 class _Symbol:
@@ -103,8 +104,14 @@ class Partial:
     """One partial evaluation over a read's view ``ctx`` (engine/demand.py)."""
 
     def __init__(self, program: ir.Program, ctx: Any,
-                 base: dict[str, dict[ir.Row, None]]) -> None:
+                 base: dict[str, dict[ir.Row, None]],
+                 levels: dict[Any, Any] | None = None) -> None:
         self.program = program
+        #: per type, whether its objects are never nested (hierarchy.unnested), and what lies
+        #: above a level (Hierarchy.upper): the caller's cache, kept while the hierarchy
+        #: does not change
+        self.levels = {} if levels is None else levels
+        self._h: Hierarchy | None = None
         self.ctx = ctx
         #: base facts given for derived relations (the reasoner's)
         self.base = base
@@ -243,7 +250,14 @@ class Partial:
                 continue
             outer, self.rule = self.rule, rule
             try:
-                for e, c in self.body(list(rule.body), env, conj(conds)):
+                lits = list(rule.body)
+                plan = self._lift_plan(rule, env)
+                if plan is not None:
+                    got = self._lifted(*plan, env)
+                    if got is not None:
+                        lits = plan[3]
+                        conds.append(got)
+                for e, c in self.body(lits, env, conj(conds), head_names(rule)):
                     head = tuple(t.value if isinstance(t, ir.Const) else e.get(t.name, _UNBOUND)
                                  for t in rule.head.args)
                     out.append((head, c))
@@ -254,6 +268,89 @@ class Partial:
         for row, c in out:
             merged.setdefault(row, []).append(c)
         return [(row, disj(cs)) for row, cs in merged.items()]
+
+    # -- a level's object: "the schema of R" -----------------------------------------------------
+
+    def level_of(self, rel: str) -> Any:
+        """The type ``t`` when ``rel`` is defined by one rule ``rel(O, S) :- entity(S, t),
+        ancestor_or_self(S, O)`` and holds no base facts ("S is the ``t`` at or above O"),
+        else None."""
+        levels = self.program.compiled.setdefault("level_relations", {})
+        assert isinstance(levels, dict)
+        if rel in levels:
+            return levels[rel]
+        t = None
+        rules = self.rules.get(rel, ())
+        if len(rules) == 1 and not self.base.get(rel):
+            (r,) = rules
+            o, s = r.head.args
+            if isinstance(o, ir.Var) and isinstance(s, ir.Var) and o.name != s.name and \
+                    len(r.body) == 2 and all(isinstance(x, ir.Atom) for x in r.body):
+                ent = next((x for x in r.body if isinstance(x, ir.Atom) and x.rel == "entity"),
+                           None)
+                anc = next((x for x in r.body if isinstance(x, ir.Atom)
+                            and x.rel == "ancestor_or_self"), None)
+                if ent is not None and anc is not None and ent.args[0] == s and \
+                        isinstance(ent.args[1], ir.Const) and anc.args == (s, o):
+                    t = ent.args[1].value
+        levels[rel] = t
+        return t
+
+    def _lift_plan(self, rule: ir.Rule, env: dict[str, Any],
+                   ) -> tuple[str, Any, list[ir.Lit], list[ir.Lit]] | None:
+        """For a body ``level(R, S), <literals on S>, <the rest>`` with ``R`` the resource
+        and ``S`` unbound: (S's name, the level's type, the literals on S, the rest), when the
+        literals on S share no variable with the rest but bound ones; else None."""
+        if not self.hierarchy or self.rows:
+            return None
+        head = {t.name for t in rule.head.args if isinstance(t, ir.Var)}
+        for lit in rule.body:
+            if not isinstance(lit, ir.Atom) or len(lit.args) != 2:
+                continue
+            r, sv = lit.args
+            if not (isinstance(r, ir.Var) and env.get(r.name, _UNBOUND) is SYM
+                    and isinstance(sv, ir.Var) and env.get(sv.name, _UNBOUND) is _UNBOUND
+                    and sv.name not in head and not sv.name.startswith("_?")):
+                continue
+            t = self.level_of(lit.rel)
+            if t is None:
+                continue
+            group = [x for x in rule.body if x is not lit and sv.name in _names(x)]
+            rest = [x for x in rule.body if x is not lit and sv.name not in _names(x)]
+            if not group:
+                continue
+            outside = head | {n for x in rest for n in _names(x)} | {r.name}
+            if all(env[n] is not SYM if env.get(n, _UNBOUND) is not _UNBOUND
+                   else n not in outside for x in group for n in _names(x) if n != sv.name):
+                return sv.name, t, group, rest
+        return None
+
+    def _lifted(self, s: str, t: Any, group: list[ir.Lit], rest: list[ir.Lit],
+                env: dict[str, Any]) -> Cond | None:
+        """The literals on ``S`` evaluated with ``S`` unknown (a condition on the level's
+        object) and lifted to a condition on the resource (hierarchy.lift); None where the
+        lift is not exact (not a tree, nested levels) or cannot say it."""
+        if self._h is None:
+            self._h = Hierarchy(self.ctx)
+        h = self._h
+        if not h.tree:
+            return None
+        h.cache = self.levels
+        if t not in self.levels:
+            self.levels[t] = unnested(t, h)
+        if not self.levels[t]:
+            return None
+        inner = dict(env)
+        inner[s] = SYM
+        try:
+            c = disj([c for _, c in self.body(list(group), inner, TRUE)])
+            return lift(c, t, h)
+        except NoLift:
+            return None
+        except GrantlogError as err:  # e.g. recursive over S: S's values one by one instead
+            if err.diagnostics and err.diagnostics[0].code == "filter-unsupported":
+                return None
+            raise
 
     # -- planning ahead ------------------------------------------------------------------------
 
@@ -285,29 +382,46 @@ class Partial:
                 if isinstance(t, ir.Var) and a is not _UNBOUND:
                     env.setdefault(t.name, a)
             lits = list(rule.body)
-            while lits:
-                lit = lits.pop(self._next(lits, env))
-                if isinstance(lit, ir.Cmp):
-                    a, b = self._value(lit.left, env), self._value(lit.right, env)
-                    for t, other in ((lit.left, b), (lit.right, a)):
-                        if isinstance(t, ir.Var) and t.name not in env and other is not None:
-                            env[t.name] = other
-                    continue
-                atom = lit.atom if isinstance(lit, ir.Neg) else lit
-                vals = tuple(_UNBOUND if isinstance(t, ir.Var) and t.name.startswith("_?")
-                             else self._value(t, env) for t in atom.args)
-                self.warm(atom.rel, vals)
-                for t in atom.args:
-                    if isinstance(t, ir.Var) and not isinstance(lit, ir.Neg):
-                        env.setdefault(t.name, KNOWN)
+            plan = self._lift_plan(rule, env)
+            if plan is not None:  # the level's literals with S unknown, then the rest
+                s, t, group, lits = plan
+                if self._h is None:
+                    self._h = Hierarchy(self.ctx)
+                if self._h.tree and t not in self.levels:
+                    self.levels[t] = unnested(t, self._h)
+                self._warm_body(list(group), dict(env) | {s: SYM})
+            self._warm_body(lits, env)
+
+    def _warm_body(self, lits: list[ir.Lit], env: dict[str, Any]) -> None:
+        """:meth:`warm` over a body's literals, in :meth:`body`'s order."""
+        while lits:
+            lit = lits.pop(self._next(lits, env))
+            if isinstance(lit, ir.Cmp):
+                a, b = self._value(lit.left, env), self._value(lit.right, env)
+                for t, other in ((lit.left, b), (lit.right, a)):
+                    if isinstance(t, ir.Var) and t.name not in env and other is not None:
+                        env[t.name] = other
+                continue
+            atom = lit.atom if isinstance(lit, ir.Neg) else lit
+            vals = tuple(_UNBOUND if isinstance(t, ir.Var) and t.name.startswith("_?")
+                         else self._value(t, env) for t in atom.args)
+            self.warm(atom.rel, vals)
+            for t in atom.args:
+                if isinstance(t, ir.Var) and not isinstance(lit, ir.Neg):
+                    env.setdefault(t.name, KNOWN)
 
     # -- bodies --------------------------------------------------------------------------------
 
     def body(self, lits: list[ir.Lit], env: dict[str, Any], cond: Cond,
+             keep: frozenset[str] | set[str] = frozenset(),
              ) -> list[tuple[dict[str, Any], Cond]]:
         """Every binding of a body (concrete where it can be), with its condition: the
         bindings advance together, one literal at a time, the literal chosen once for all
-        bindings whose variables stand for the resource in the same places."""
+        bindings whose variables stand for the resource in the same places. After each
+        literal, a variable that no literal left and none of ``keep`` (the head's) reads is
+        dropped, and the bindings it told apart become one with the disjunction of their
+        conditions: a user's 700 grants, once ``under`` their objects, go on as one binding
+        (∃A. grant(A) ∧ under A)."""
         out: list[tuple[dict[str, Any], Cond]] = []
         if cond == FALSE:
             return out
@@ -323,9 +437,17 @@ class Partial:
                 groups.setdefault(tuple(k for k, v in b[0].items() if v is SYM), []).append(b)
             for group in groups.values():
                 i = self._next(rest, group[0][0])
-                got = self._step(rest[i], group)
+                lit = rest[i]
+                got = self._step(lit, group)
                 if got:
-                    todo.append((rest[:i] + rest[i + 1:], got))
+                    left = rest[:i] + rest[i + 1:]
+                    atom = lit.atom if isinstance(lit, ir.Neg) else lit
+                    # bindings merge after a literal on the resource (their values told
+                    # apart which objects to be under: no longer needed)
+                    if len(got) > 1 and isinstance(atom, ir.Atom) and any(
+                            self._value(t, group[0][0]) is SYM for t in atom.args):
+                        got = _merged(got, left, keep)
+                    todo.append((left, got))
         return out
 
     def _step(self, lit: ir.Lit, batch: list[tuple[dict[str, Any], Cond]],
@@ -442,6 +564,42 @@ class Partial:
             return
         if _compare(lit.op, a, b):
             out.append((env, cond))
+
+
+def head_names(rule: ir.Rule) -> set[str]:
+    return {t.name for t in rule.head.args if isinstance(t, ir.Var)}
+
+
+def _merged(batch: list[tuple[dict[str, Any], Cond]], left: list[ir.Lit],
+            keep: frozenset[str] | set[str]) -> list[tuple[dict[str, Any], Cond]]:
+    """``batch`` without the variables neither ``left`` nor ``keep`` reads, bindings equal
+    on the rest made one (their conditions' disjunction)."""
+    needed = set(keep)
+    for lit in left:
+        needed |= _names(lit)
+    if all(k in needed for k in batch[0][0]) and len(batch[0][0]) == len(batch[-1][0]):
+        return batch  # nothing to drop (the bindings of one batch bind the same names)
+    names = sorted(needed)
+    groups: dict[tuple[Any, ...], tuple[dict[str, Any], list[Cond]]] = {}
+    for env, c in batch:
+        key = tuple(env.get(n, _UNBOUND) for n in names)
+        got = groups.get(key)
+        if got is None:
+            groups[key] = ({n: env[n] for n in names if n in env}, [c])
+        else:
+            got[1].append(c)
+    if len(groups) == len(batch):
+        return batch
+    return [(e, cs[0] if len(cs) == 1 else disj(cs)) for e, cs in groups.values()]
+
+
+def _names(lit: ir.Lit) -> set[str]:
+    """The variables of a literal."""
+    if isinstance(lit, ir.Cmp):
+        terms: tuple[ir.Term, ...] = (lit.left, lit.right)
+    else:
+        terms = (lit.atom if isinstance(lit, ir.Neg) else lit).args
+    return {t.name for t in terms if isinstance(t, ir.Var)}
 
 
 def _compare(op: str, a: Any, b: Any) -> bool:

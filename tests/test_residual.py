@@ -122,11 +122,16 @@ SEP = "|"
 
 def _objects(r: grantlog.Reasoner) -> list[tuple[Any, Any, Any, str]]:
     """The example world's resources as a catalog table: (id, type, parent, path), a row per
-    type of an object that has several (generated worlds give some two)."""
+    type of an object that has several (generated worlds give some two), and a row with no
+    type for a node of the hierarchy that is no entity (the parent layout's recursive query
+    goes through it)."""
     types: dict[Any, set[Any]] = {}
     for x, t in r.rows("entity"):
         types.setdefault(x, set()).add(t)
     parent = {c: p for p, c in r.rows("contains")}
+    for p, c in r.rows("contains"):
+        for x in (p, c):
+            types.setdefault(x, {None})
     out = []
     for x in sorted(types, key=ir.value_key):
         chain, node = [x], x
@@ -134,7 +139,7 @@ def _objects(r: grantlog.Reasoner) -> list[tuple[Any, Any, Any, str]]:
             node = parent[node]
             chain.append(node)
         out += [(x, t, parent.get(x), SEP + SEP.join(reversed(chain)) + SEP)
-                for t in sorted(types[x], key=ir.value_key)]
+                for t in sorted(types[x], key=lambda v: ir.value_key(v) if v else ())]
     return out
 
 

@@ -414,16 +414,24 @@ def _walk_tree(c: Cond, test: Test, found: list[tuple[str, Any]], h: Hierarchy) 
             if bucket is None:
                 continue
             kids = [bucket[1]] if one_child else [row[1] for row in bucket]
-            if x in busy:  # a named object below: each child decided with its own name
+            if x in busy:  # a named object below: the children named or above one are
+                # decided each with its own name; the others by type, as below
                 px = (x,)
+                plain = []
                 for y in kids:
+                    if y not in named and y not in busy:
+                        plain.append(y)
+                        continue
                     ty = type_of(y)
                     ay = ax | {y} if ty else ax
                     if test(y, ay, ty, px):
                         out.append(y)
                     stack.append((y, ax | {y}))
-                continue
-            # nothing named below x: by type, for x's children and for deeper descendants
+                kids = plain
+                if not kids:
+                    continue
+            # nothing named below x (or these children): by type, for x's children and
+            # for deeper descendants
             near = {t for t in kinds if test(other, ax, frozenset((t,)), (x,))}
             far = {t for t in kinds if test(other, ax, frozenset((t,)), (other,))}
             untyped_near = test(other, ax, frozenset(), (x,))
@@ -488,6 +496,7 @@ def rollup(c: Cond, h: Hierarchy, kind: Any = None) -> Cond:
         parts = [rollup(p, h, inner) for p in c[1]]
         # "under a" beside a part that admits only resources under a says nothing more
         # (every filter of a user of metalake m1 is "under m1")
+        parts = _meet_unions(parts, h)
         found = [seeds(p, h) for p in parts]  # each part's, once
         kept = list(range(len(parts)))
         for i, p in enumerate(parts):
@@ -530,6 +539,29 @@ def rollup(c: Cond, h: Hierarchy, kind: Any = None) -> Cond:
         return disj(parts)
     return disj([p for p in parts if p[0] != "under"] + [("under", u) for u in sorted(
         rolled, key=ir.value_key)])
+
+
+def _meet_unions(parts: list[Cond], h: Hierarchy) -> list[Cond]:
+    """The conjuncts that are unions of subtrees and names (``under``/``is`` and their
+    disjunctions), replaced by their intersection, one union: in a tree two subtrees meet
+    in the deeper one when one holds the other (the usable catalogs beside a user's grants on
+    tables become those grants: SQL then reads only their index ranges)."""
+    unions = [i for i, p in enumerate(parts) if _region(p) is not None]
+    if len(unions) < 2:
+        return parts
+    unders, names = _region(parts[unions[0]])  # type: ignore[misc]
+    for i in unions[1:]:
+        u2, n2 = _region(parts[i])  # type: ignore[misc]
+        unders, names = (  # a subtree's root counts as in it, typed or not
+            {a for a in unders if a in u2 or not u2.isdisjoint(h.strict(a))}
+            | {b for b in u2 if b in unders or not unders.isdisjoint(h.strict(b))},
+            {v for v in names if v in n2 or not u2.isdisjoint(h.above(v))}
+            | {v for v in n2 if not unders.isdisjoint(h.above(v))})
+    met = disj([("under", u) for u in sorted(unders, key=ir.value_key)]
+               + [("is", v) for v in sorted(names, key=ir.value_key)])
+    first = unions[0]
+    return [met if i == first else p for i, p in enumerate(parts)
+            if i == first or i not in unions]
 
 
 def _other_types_out(c: Cond, kind: Any, h: Hierarchy) -> Cond:

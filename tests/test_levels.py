@@ -146,3 +146,28 @@ def test_nested_schemas_are_decided_one_by_one() -> None:
     # the hierarchy changed: the lift is back once the nesting is gone
     r.retract("contains", [("s1", "s4")])
     assert sorted(r.list("u1", "read")) == ["t1"]
+
+
+def test_unions_of_subtrees_meet() -> None:
+    """Beside each other, two unions of subtrees become their intersection (the deeper of
+    each pair where one holds the other), exactly: the catalogs a user may use beside the
+    tables granted to them leave the tables."""
+    from grantlog.engine.hierarchy import Hierarchy, rollup
+
+    r = grantlog.Reasoner(_program())
+    with r.transaction() as tx:
+        for rel, rows in TREE:
+            tx.insert(rel, rows)
+        tx.insert("contains", [("s3", "loose")])  # a node with no type: under it, not it
+    with r._read():
+        h = Hierarchy(r._context())
+        cond = ("and", (("type", "tbl"), ("or", (("under", "c1"), ("under", "loose"))),
+                        ("or", (("under", "s1"), ("is", "t3"), ("under", "loose"),
+                                ("under", "m")))))
+        got = rollup(cond, h)
+    assert got == ("and", (("type", "tbl"), ("or", (("under", "c1"), ("under", "loose")))))
+    with r._read():
+        h = Hierarchy(r._context())
+        got = rollup(("and", (("type", "tbl"), ("or", (("under", "s1"), ("under", "s3"))),
+                              ("or", (("under", "c1"), ("is", "t3"))))), h)
+    assert got == ("and", (("type", "tbl"), ("or", (("under", "s1"), ("is", "t3")))))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -36,10 +35,9 @@ sys.path.insert(0, str(HERE))
 import gravitino_workload as gw  # noqa: E402
 import httpx  # noqa: E402
 from results_md import replace_section  # noqa: E402
-from service_bench import _free_port, log, wrk  # noqa: E402
+from service_bench import load_store, log, start_server, wrk  # noqa: E402
 
 import grantlog  # noqa: E402
-from grantlog.store import open_store  # noqa: E402
 
 RULES = ROOT / "rules" / "gravitino_data.gl"
 HEADING = "## OPA Data API over HTTP: Trino's allow request at 1M tables"
@@ -86,32 +84,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)
         store = f"sqlite:///{tmp / 'facts.db'}"
-        st = open_store(store, program)
-        with st.writing() as wr:
-            for rel, rows in w.facts.items():
-                wr.load(rel, rows)
-        st.close()
+        load_store(store, program, w)
         log(f"[{args.size:,}] store loaded")
         checks = [{"subject": u, "operation": "select_table", "resource": t} for u, t in pairs]
         opa = [trino_body(u, t) for u, t in pairs]
         (tmp / "check.jsonl").write_text("".join(json.dumps(x) + "\n" for x in checks))
         (tmp / "opa.jsonl").write_text("".join(json.dumps(x) + "\n" for x in opa))
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        env = {**os.environ, "GRANTLOG_TOKENS": "", "PYTHONHASHSEED": "0"}
-        server = subprocess.Popen(
-            [sys.executable, "-m", "grantlog.cli", "serve", str(RULES), "--store", store,
-             "--port", str(port), "--opa", "trino"], env=env,
-            stderr=open(tmp / "serve.log", "wb"))  # noqa: SIM115
+        server, url = start_server(RULES, store, tmp, "--opa", "trino")
         try:
-            deadline = time.monotonic() + 300
-            while time.monotonic() < deadline:
-                try:
-                    if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.2)
             with httpx.Client(base_url=url, timeout=60) as c:
                 a = [c.post("/v1/check", json=x).json()["allowed"] for x in checks]
                 b = [c.post("/v1/data/trino/allow", json=x).json()["result"] for x in opa]

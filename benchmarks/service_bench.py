@@ -175,11 +175,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)
         store = f"sqlite:///{tmp / 'facts.db'}"
-        st = open_store(store, program)
-        with st.writing() as wr:
-            for rel, rows in w.facts.items():
-                wr.load(rel, rows)
-        st.close()
+        load_store(store, program, w)
         log(f"[{args.size:,}] store loaded")
         # in-process baseline
         r = grantlog.Reasoner(program, store=store, follow=False)
@@ -215,22 +211,9 @@ def main() -> None:
         (tmp / "checks.jsonl").write_text("".join(
             json.dumps({"subject": s, "operation": o, "resource": x}) + "\n"
             for s, o, x in checks))
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        env = {**os.environ, "GRANTLOG_TOKENS": "", "PYTHONHASHSEED": "0"}
-        server = subprocess.Popen(
-            [sys.executable, "-m", "grantlog.cli", "serve", str(RULES), "--store", store,
-             "--port", str(port), "--workers", str(args.workers), "--tokens",
-             str(tmp / "tokens")], env=env, stderr=open(tmp / "serve.log", "wb"))  # noqa: SIM115
+        server, url = start_server(RULES, store, tmp, "--workers", str(args.workers),
+                                   "--tokens", str(tmp / "tokens"))
         try:
-            deadline = time.monotonic() + 300
-            while time.monotonic() < deadline:
-                try:
-                    if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.2)
             with httpx.Client(base_url=url, timeout=60) as c:  # warm every worker
                 for s, o, x in checks[:200]:
                     c.post("/v1/check", json={"subject": s, "operation": o, "resource": x})
@@ -325,6 +308,37 @@ def main() -> None:
     print(text)
     if args.write:
         write_results(text)
+
+
+def load_store(store: str, program: grantlog.Program, w: gw.Workload) -> None:
+    """The workload's facts into a new store."""
+    st = open_store(store, program)
+    with st.writing() as wr:
+        for rel, rows in w.facts.items():
+            wr.load(rel, rows)
+    st.close()
+
+
+def start_server(rules: Path, store: str, tmp: Path, *extra: str,
+                 ) -> tuple[subprocess.Popen[bytes], str]:
+    """``grantlog serve RULES --store STORE *extra`` on a free port, once it is ready (its
+    stderr in ``tmp/serve.log``)."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "GRANTLOG_TOKENS": "", "PYTHONHASHSEED": "0"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "grantlog.cli", "serve", str(rules), "--store", store,
+         "--port", str(port), *extra], env=env,
+        stderr=open(tmp / "serve.log", "wb"))  # noqa: SIM115
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    return server, url
 
 
 def _free_port() -> int:

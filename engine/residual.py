@@ -275,13 +275,15 @@ class Partial:
         """The type ``t`` when ``rel`` is defined by one rule ``rel(O, S) :- entity(S, t),
         ancestor_or_self(S, O)`` and holds no base facts ("S is the ``t`` at or above O"),
         else None."""
+        if self.base.get(rel):  # base facts of it too: not only the rule's answers
+            return None
         levels = self.program.compiled.setdefault("level_relations", {})
         assert isinstance(levels, dict)
         if rel in levels:
             return levels[rel]
         t = None
         rules = self.rules.get(rel, ())
-        if len(rules) == 1 and not self.base.get(rel):
+        if len(rules) == 1:
             (r,) = rules
             o, s = r.head.args
             if isinstance(o, ir.Var) and isinstance(s, ir.Var) and o.name != s.name and \

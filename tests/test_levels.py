@@ -171,3 +171,20 @@ def test_unions_of_subtrees_meet() -> None:
         got = rollup(("and", (("type", "tbl"), ("or", (("under", "s1"), ("under", "s3"))),
                               ("or", (("under", "c1"), ("is", "t3"))))), h)
     assert got == ("and", (("type", "tbl"), ("or", (("under", "s1"), ("is", "t3")))))
+
+
+def test_base_facts_of_a_level_relation_turn_the_lift_off() -> None:
+    """A fact given for `schema_of` itself (x, directly under c1, declared in schema s1) is
+    an answer the rule does not give: the lift, which reads only the rule, is not used."""
+    r = grantlog.Reasoner(_program())
+    with r.transaction() as tx:
+        for rel, rows in TREE:
+            tx.insert(rel, rows)
+        tx.insert("grant", [("u1", "use", "s1"), ("u1", "read", "m")])
+    assert sorted(r.list("u1", "read")) == ["t1"]
+    r.insert("schema_of", [("x", "s1")])
+    want = [o for o in ("t1", "t2", "t3", "x") if r.check("u1", "read", o).allowed]
+    assert want == ["t1", "x"]
+    assert sorted(r.list("u1", "read")) == want
+    f = r.filter("u1", "read")
+    assert [o for o in ("t1", "t2", "t3", "x") if f.holds(o)] == want

@@ -237,7 +237,7 @@ def lift(c: Cond, t: Any, h: Hierarchy) -> Cond:
     # ... and the resource has a t-ancestor-or-self: what the seeds reach without one is out
     without: set[Any] = set()
     for kind, v in found:
-        if any(t in h.types(x) for x in h.above(v)):
+        if t in h.types(v) or h.below_level(v, t):
             continue  # v is of the level or below it: so is everything under it
         if kind == "is":
             without.add(v)

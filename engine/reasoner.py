@@ -925,11 +925,11 @@ class Reasoner:
                   type: str | None, h: Hierarchy | None = None) -> Cond:
         """The decision's condition on the resource for ``subject`` and ``operation`` (``h``:
         the view's hierarchy, shared with the caller's walks)."""
-        partial = Partial(self.program, ctx, self._base, self._levels)
         hier = prelude_hierarchy(self.program)
-        if hier:
-            h = partial._h = h or Hierarchy(ctx)
-        found = partial.atom(self._decision(), (subject, operation, SYM))
+        if hier and h is None:
+            h = Hierarchy(ctx)
+        found = Partial(self.program, ctx, self._base, self._levels, h).atom(
+            self._decision(), (subject, operation, SYM))
         cond = disj([c for _, c in found])
         cond = cond if type is None else conj([("type", type), cond])
         if h is not None and hier and h.tree:

@@ -105,13 +105,17 @@ class Partial:
 
     def __init__(self, program: ir.Program, ctx: Any,
                  base: dict[str, dict[ir.Row, None]],
-                 levels: dict[Any, Any] | None = None) -> None:
+                 levels: dict[Any, Any] | None = None,
+                 hierarchy: Hierarchy | None = None) -> None:
         self.program = program
         #: per type, whether its objects are never nested (hierarchy.unnested), and what lies
         #: above a level (Hierarchy.upper): the caller's cache, kept while the hierarchy
         #: does not change
         self.levels = {} if levels is None else levels
-        self._h: Hierarchy | None = None
+        #: the view's hierarchy (the caller's, shared with its walks), made when first needed
+        self._h = hierarchy
+        if hierarchy is not None:
+            hierarchy.cache = self.levels
         self.ctx = ctx
         #: base facts given for derived relations (the reasoner's)
         self.base = base
@@ -298,6 +302,12 @@ class Partial:
         levels[rel] = t
         return t
 
+    def hierarchy_of_view(self) -> Hierarchy:
+        if self._h is None:
+            self._h = Hierarchy(self.ctx)
+            self._h.cache = self.levels
+        return self._h
+
     def _lift_plan(self, rule: ir.Rule, env: dict[str, Any],
                    ) -> tuple[str, Any, list[ir.Lit], list[ir.Lit]] | None:
         """For a body ``level(R, S), <literals on S>, <the rest>`` with ``R`` the resource
@@ -332,12 +342,9 @@ class Partial:
         """The literals on ``S`` evaluated with ``S`` unknown (a condition on the level's
         object) and lifted to a condition on the resource (hierarchy.lift); None where the
         lift is not exact (not a tree, nested levels) or cannot say it."""
-        if self._h is None:
-            self._h = Hierarchy(self.ctx)
-        h = self._h
+        h = self.hierarchy_of_view()
         if not h.tree:
             return None
-        h.cache = self.levels
         if t not in self.levels:
             self.levels[t] = unnested(t, h)
         if not self.levels[t]:
@@ -387,10 +394,9 @@ class Partial:
             plan = self._lift_plan(rule, env)
             if plan is not None:  # the level's literals with S unknown, then the rest
                 s, t, group, lits = plan
-                if self._h is None:
-                    self._h = Hierarchy(self.ctx)
-                if self._h.tree and t not in self.levels:
-                    self.levels[t] = unnested(t, self._h)
+                h = self.hierarchy_of_view()
+                if h.tree and t not in self.levels:
+                    self.levels[t] = unnested(t, h)
                 self._warm_body(list(group), dict(env) | {s: SYM})
             self._warm_body(lits, env)
 

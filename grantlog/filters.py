@@ -25,7 +25,6 @@ that replaces the column.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from sqlglot import exp
 from grantlog.engine.conditions import Cond
 from grantlog.engine.residual import Residual, RowFilter
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
+from grantlog.tomlfile import read_toml
 
 DIALECTS = ("sqlite", "postgres", "spark", "trino")
 
@@ -50,13 +50,8 @@ class Layout:
 
     @staticmethod
     def load(path: str | Path) -> Layout:
-        where = Span(str(path), 0, 0, 0, 0)
-        try:
-            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise GrantlogError([error("bad-layout", f"cannot read the layout: {exc}",
-                                       where)]) from None
-        return Layout.from_dict(data, where)
+        data = read_toml(path, "bad-layout", "the layout")
+        return Layout.from_dict(data, Span(str(path), 0, 0, 0, 0))
 
     @staticmethod
     def from_dict(data: Any, where: Span | None = None) -> Layout:
@@ -73,6 +68,12 @@ class Layout:
         return Layout(**data)
 
 
+def check_dialect(dialect: str) -> None:
+    if dialect not in DIALECTS:
+        raise GrantlogError([error("bad-option", f"`{dialect}` is not one of "
+                                   f"{', '.join(DIALECTS)}", Span("<options>", 0, 0, 0, 0))])
+
+
 def layout_error(message: str) -> GrantlogError:
     return GrantlogError([error("filter-layout", message, Span("<layout>", 0, 0, 0, 0),
                                 "add the column to the layout, or list() the resources")])
@@ -85,9 +86,7 @@ def _lit(v: Any) -> exp.Expr:
 class _Render:
     def __init__(self, layout: Layout, dialect: str,
                  chains: dict[Any, tuple[Any, ...]] | None = None) -> None:
-        if dialect not in DIALECTS:
-            raise GrantlogError([error("bad-option", f"`{dialect}` is not one of "
-                                       f"{', '.join(DIALECTS)}", Span("<options>", 0, 0, 0, 0))])
+        check_dialect(dialect)
         self.layout, self.dialect = layout, dialect
         self.chains = chains or {}
         #: column names quoted (a row filter's: the table's own columns, any spelling)
@@ -227,7 +226,7 @@ def mask_sql(mask: str, column: str, dialect: str = "trino",
     if mask not in MASKS:
         raise GrantlogError([error("bad-option", f"`{mask}` is not a mask; masks are "
                                    f"{', '.join(MASKS)}", Span("<mask>", 0, 0, 0, 0))])
-    _Render(Layout(table=""), dialect)  # checks the dialect
+    check_dialect(dialect)
     stringy = column_type is None or column_type.lower().split("(")[0].strip() in _STRINGS
     col = exp.column(exp.to_identifier(column, quoted=True))
     stars = exp.Literal.string("****")

@@ -29,7 +29,6 @@ reason (or no filter rows at all for a row filter: see :meth:`Mapping.answer`).
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from jmespath.exceptions import JMESPathError
 
 from grantlog.engine.explain import Limits
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
+from grantlog.tomlfile import read_toml
 
 KINDS = ("allow", "allow_object", "batch", "row_filters", "column_mask", "batch_column_masks")
 HERE = Path(__file__).resolve().parent
@@ -193,11 +193,8 @@ class Mapping:
         """A shipped mapping by name (``trino``) or a mapping file."""
         path = HERE / f"{name_or_path}.toml" if name_or_path in shipped() else \
             Path(name_or_path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise _bad(str(path), f"cannot read the mapping `{name_or_path}`: {exc} (shipped: "
-                       f"{', '.join(shipped())})") from None
+        data = read_toml(path, "bad-mapping", f"the mapping `{name_or_path}` (shipped: "
+                         f"{', '.join(shipped())})", "see docs/opa.md for the mapping file")
         return Mapping(data, str(path))
 
     # -- reading the input ---------------------------------------------------------------------
@@ -234,7 +231,7 @@ class Mapping:
     def answer(self, kind: str, inp: Any, reasoner: Any) -> Answer:
         """The plugin's result for ``kind`` (:data:`KINDS`) on input document ``inp``."""
         if kind in ("allow", "allow_object"):
-            docs = [self.one.search(inp) if self.one is not None else None]
+            docs = [self._doc(inp)]
             if self.all is not None:
                 listed = self.all.search(inp)
                 docs = listed if isinstance(listed, list) and listed else [None]
@@ -244,8 +241,8 @@ class Mapping:
                     {"reason": ans.reason} if ans.reason else {})
             return ans
         if kind == "batch":
-            listed = self.batch.search(inp) if self.batch is not None else None
-            if not isinstance(listed, list):
+            listed = self._listed(inp)
+            if listed is None:
                 return Answer([], "the input has no list of resources to filter")
             allowed, decisions, reasons = [], [], []
             for i, doc in enumerate(listed):
@@ -259,17 +256,24 @@ class Mapping:
         if kind == "row_filters":
             return self._row_filters(inp, reasoner)
         if kind == "column_mask":
-            doc = self.one.search(inp) if self.one is not None else None
-            return self._mask(inp, doc, reasoner)
+            return self._mask(inp, self._doc(inp), reasoner)
         assert kind == "batch_column_masks"
-        listed = self.batch.search(inp) if self.batch is not None else None
         out, detail = [], {}
-        for i, doc in enumerate(listed if isinstance(listed, list) else []):
+        for i, doc in enumerate(self._listed(inp) or []):
             one = self._mask(inp, doc, reasoner)
             if one.result is not None:
                 out.append({"index": i, "viewExpression": one.result})
                 detail[str(i)] = one.detail
         return Answer(out, None, [], detail)
+
+    def _doc(self, inp: Any) -> Any:
+        """The input's one resource document (``input.resource``)."""
+        return self.one.search(inp) if self.one is not None else None
+
+    def _listed(self, inp: Any) -> list[Any] | None:
+        """The input's list of resource documents (``input.batch``), or None."""
+        got = self.batch.search(inp) if self.batch is not None else None
+        return got if isinstance(got, list) else None
 
     def _all(self, inp: Any, docs: list[Any], reasoner: Any, explain: bool = True) -> Answer:
         """Allowed when every document's question is (fail closed)."""
@@ -305,10 +309,9 @@ class Mapping:
     def _row_filters(self, inp: Any, reasoner: Any) -> Answer:
         from grantlog.filters import row_filter_sql
 
-        doc = self.one.search(inp) if self.one is not None else None
         try:
             subject = self._str(self.subject, inp, "subject")
-            table = self.resource_id(doc)
+            table = self.resource_id(self._doc(inp))
             f = reasoner.row_filter(subject, table, self.row_relation)
             sql = row_filter_sql(f, self.row_dialect)
         except Unmapped as exc:  # fail closed: no row passes

@@ -134,9 +134,9 @@ class Service:
         self.metrics = metrics.Metrics()
         #: OPA Data API paths (no leading slash) -> (mapping, what is answered there)
         self.opa: dict[str, tuple[Any, str]] = {}
-        for name in config.opa or []:
+        if config.opa:
             from grantlog.interop.opa import Mapping
-
+        for name in config.opa or []:
             m = Mapping.load(name)
             for path, kind in m.endpoints.items():
                 if path in self.opa:

@@ -11,6 +11,8 @@ permission defined through another's); demand evaluation tables recursive calls.
 Annotations override the analysis: ``@materialize rel holds(...)`` keeps a small non-recursive
 relation in memory (it and what it depends on), ``@demand`` forces a relation virtual, and
 ``@decision`` names the decision relation of ``check`` (default: ``allowed``).
+``@writable`` lets writes give facts of a derived relation (engine/checks.py refuses a fact of
+a derived relation without it, and so does every write: ``ir.Program.write_refusal``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,11 @@ def analyse(program: ir.Program) -> list[Diagnostic]:
     for n in sorted(demand - derived):
         diags.append(error("bad-annotation", f"`{n}` has no rules; only derived relations "
                            "can be `@demand`", where(n)))
+    writable = {n for n, r in rels.items() if "writable" in r.annotations}
+    for n in sorted(writable - derived):
+        diags.append(error("bad-annotation", f"`{n}` has no rules; only derived relations "
+                           "can be `@writable`", where(n),
+                           "writes always may give facts of base relations"))
 
     # the decision relation and everything built on it: never materialized by default, even
     # when recursive (e.g. one operation's permission defined through another's)

@@ -15,6 +15,7 @@ from grantlog.grammar.diagnostics import Diagnostic, Span, error, warning
 from grantlog.grammar.parser import ANNOTATIONS
 
 from .codegen import compare
+from .ir import derived_relation
 
 TYPES = ("string", "int", "any")
 
@@ -418,6 +419,23 @@ def check_names(u: Unit) -> None:
                                 "move the rule out of the test block"))
 
 
+def check_derived_facts(u: Unit) -> None:
+    """derived-relation: a fact (of the rule files or of a test block) of a relation that rules
+    derive, unless its declaration is ``@writable``. A fact there overrides every rule of the
+    relation (a fact of the decision relation is an allow no deny takes back), and writes at
+    run time are refused alike (engine/ir.py ``Program.write_refusal``)."""
+    rules: dict[str, list[tuple[str, Span]]] = {}
+    for c in u.clauses():
+        if not c.is_fact:
+            mine = rules.setdefault(c.head.rel, [])
+            mine.append((c.label or f"{c.head.rel}#{len(mine) + 1}", c.span))
+    for c in [*u.clauses(), *u.test_clauses()]:
+        rel = c.head.rel
+        if c.is_fact and rel in rules and "writable" not in getattr(
+                u.decls.get(rel), "annotations", ()):
+            u.add(derived_relation(rel, rules[rel], c.head.span, "a fact of"))
+
+
 PASSES: list[tuple[str, Callable[[Unit], None]]] = [
     ("declarations", check_declarations),
     ("arity", check_arity),
@@ -426,6 +444,7 @@ PASSES: list[tuple[str, Callable[[Unit], None]]] = [
     ("types", check_types),
     ("stratification", check_stratification),
     ("names", check_names),
+    ("derived-facts", check_derived_facts),
 ]
 
 

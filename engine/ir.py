@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grantlog.grammar.diagnostics import Diagnostic, Span
+from grantlog.grammar.diagnostics import Diagnostic, Span, error
 
 Value = str | int
 Row = tuple[Value, ...]
@@ -176,6 +176,44 @@ class Program:
     def derived(self) -> set[str]:
         return {r.head.rel for r in self.rules}
 
+    @property
+    def read_only(self) -> frozenset[str]:
+        """The relations a write may not give facts of: rules derive them and they are not
+        marked ``@writable``."""
+        got = self.compiled.get("read_only")
+        if not isinstance(got, frozenset):
+            got = self.compiled["read_only"] = frozenset(
+                r for r in self.derived
+                if r not in self.relations or "writable" not in self.relations[r].annotations)
+        return got
+
+    def write_refusal(self, rel: str, span: Span | None = None,
+                      what: str = "a write gives facts of") -> Diagnostic | None:
+        """Why a write (an insert or a retract, a loaded or uploaded fact) may not give facts
+        of ``rel`` — ``derived-relation``: rules derive it and it is not ``@writable`` — else
+        None. ``span``: the write's place (a fact file's line; ``<api>`` when not given)."""
+        if rel not in self.read_only:
+            return None
+        rules = [(r.name, r.span) for r in self.rules_for(rel)]
+        return derived_relation(rel, rules, span or Span("<api>", 0, 0, 0, 0), what)
+
+
+def derived_relation(rel: str, rules: Sequence[tuple[str, Span]], span: Span,
+                     what: str) -> Diagnostic:
+    """``derived-relation``: ``what`` (e.g. "a fact of") ``rel``, which ``rules`` (name,
+    place) derive; names the first of them and the annotation that would allow it. The
+    compiler (engine/checks.py) and every write path report it alike."""
+    by = ""
+    if rules:
+        name, at = rules[0]
+        more = f" and {len(rules) - 1} more" if len(rules) > 1 else ""
+        by = f" (`{name}` at {at.file}:{at.line}{more})"
+    return error("derived-relation",
+                 f"{what} `{rel}`, which rules derive{by}; facts may be given only for base "
+                 "relations", span,
+                 f"if `{rel}` should take facts as well as rules, mark it "
+                 f"`@writable rel {rel}(...)` in the rules")
+
 
 def column_problem(relation: Relation, row: Sequence[object], start: int = 0) -> str | None:
     """What is wrong with the values of a row (from column ``start`` on) against the
@@ -195,6 +233,10 @@ def row_problem(relation: Relation, row: Row) -> str | None:
         return f"`{relation.name}` takes {relation.arity} values, got {len(row)}: {row!r}"
     if not all(isinstance(v, str | int) and not isinstance(v, bool) for v in row):
         return f"values must be strings or integers: {row!r}"
+    if any(isinstance(v, str) and "\x00" in v for v in row):  # no store can keep it alike
+        return f"values must not hold the NUL character: {row!r}"
+    if any(isinstance(v, int) and not -(2**63) <= v < 2**63 for v in row):
+        return f"integers are 64-bit (from {-(2**63)} to {2**63 - 1}): {row!r}"
     return column_problem(relation, row)
 
 

@@ -392,8 +392,12 @@ class PyDatalogReasoner:
         return r
 
     def _rows(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> list[ir.Row]:
-        """Rows checked like the in-memory reasoner checks them (``bad-fact``)."""
+        """Rows checked like the in-memory reasoner checks them (``bad-fact``,
+        ``derived-relation``)."""
         r = self._relation(rel)
+        refused = self.program.write_refusal(rel)
+        if refused:
+            raise GrantlogError([refused])
         out: list[ir.Row] = []
         for raw in rows:
             row = tuple(raw)

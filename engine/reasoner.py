@@ -271,6 +271,9 @@ class Reasoner:
 
     def _rows(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> list[ir.Row]:
         r = self._relation(rel)
+        refused = self.program.write_refusal(rel)  # derived, not `@writable`
+        if refused:
+            raise GrantlogError([refused])
         out: list[ir.Row] = []
         for raw in rows:
             row = tuple(raw)
@@ -281,7 +284,9 @@ class Reasoner:
         return out
 
     def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
-        """Add base facts to ``rel`` (rows already present are ignored); returns the changes."""
+        """Add base facts to ``rel`` (rows already present are ignored); returns the changes.
+        ``rel`` is a base relation, or a derived one marked ``@writable`` (else
+        ``derived-relation``, as for every write)."""
         with self.transaction() as tx:
             tx.insert(rel, rows)
         return tx.changes
@@ -579,6 +584,21 @@ class Reasoner:
             Span("<api>", 0, 0, 0, 0),
             "mark some intermediate relations `@materialize` so they are computed "
             "bottom-up")]) from None
+
+    @contextmanager
+    def frozen(self) -> Iterator[int]:
+        """Hold the reasoner still for the block — no update applies and no read runs — and
+        give its revision: e.g. to fork a process that answers reads from exactly this
+        state (the decision service's snapshots)."""
+        with self._lock:
+            yield self.revision
+
+    def holds_value(self, rel: str, column: int, value: ir.Value) -> bool:
+        """Whether some row of ``rel`` has ``value`` in ``column`` (an index lookup: no
+        goal is compiled, so callers may ask about values they were sent)."""
+        self._relation(rel)
+        with self._read():
+            return bool(self._context().lookup(rel, (column,), (value,)))
 
     def view(self) -> DemandContext:
         """The current state as generated rule code reads it (``F``, ``index``); valid until

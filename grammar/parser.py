@@ -25,6 +25,9 @@ from .diagnostics import Diagnostic, GrantlogError, Span, error
 _local = threading.local()
 
 
+#: the range of integer values (64-bit, two's complement)
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
 def _on_comment(tok: Token) -> Token:
     sink = getattr(_local, "comments", None)
     if sink is not None:
@@ -56,7 +59,7 @@ _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
 
 #: annotations a relation declaration may carry
-ANNOTATIONS = ("materialize", "demand", "decision")
+ANNOTATIONS = ("materialize", "demand", "decision", "writable")
 
 
 class _SpannedSyntaxError(Exception):
@@ -136,12 +139,17 @@ class _ToAst(Transformer[Token, Any]):
 
     def int(self, meta: Meta, ch: list[Token]) -> ast.Const:
         sp = _tok_span(self.file, ch[0])
-        try:
-            value = int(str(ch[0]))
-        except ValueError:  # Python converts at most 4300 digits (sys.get_int_max_str_digits)
+        text = str(ch[0])
+        digits = len(text.lstrip("-"))
+        # a value is a string or a 64-bit integer: what every store (BIGINT) and JSON reader
+        # (Java's long, orjson) keeps alike; Python would convert at most 4300 digits
+        value = int(text) if digits <= 19 else None
+        if value is None or not INT_MIN <= value <= INT_MAX:
             raise _SpannedSyntaxError(
-                f"integer literal of {len(ch[0].lstrip('-'))} digits is too long", sp,
-                help="integers have at most 4300 digits") from None
+                f"integer literal `{text if digits <= 40 else text[:20] + '...'}` "
+                f"({digits} digits) is out of the 64-bit range", sp,
+                help=f"integers go from {INT_MIN} to {INT_MAX}; quote larger numbers as "
+                "strings") from None
         return ast.Const(value, False, span=sp)
 
     # literals

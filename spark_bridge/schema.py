@@ -273,6 +273,9 @@ def check_input(
         known = ", ".join(sorted(program.relations)) or "none"
         return [_bad(where, f"input for unknown relation `{rel}`",
                      help=f"relations of the program: {known}")]
+    refused = program.write_refusal(rel, Span(where, 0, 0, 0, 0), "an input gives facts of")
+    if refused:  # as every write of facts: rules derive it and it is not `@writable`
+        return [refused]
     out: list[Diagnostic] = []
     fields = {f.name: f for f in df.schema.fields}
     if len(fields) != r.arity:

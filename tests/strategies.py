@@ -85,6 +85,9 @@ class Program:
     rules: list[str] = field(default_factory=list)
     #: relations declared with `rel` (relations the text would not mention are declared too)
     declared: frozenset[str] = frozenset()
+    #: relations some rule derives: declared `@writable`, since facts and updates may give
+    #: any relation rows (what base facts of a derived relation do is part of what is tested)
+    derived: set[str] = field(default_factory=set)
 
     @property
     def arity(self) -> dict[str, int]:
@@ -96,9 +99,10 @@ class Program:
         lines = []
         for r in self.relations:
             mentioned = any(re.search(rf"\b{r.name}\b", x) for x in self.rules)
-            if r.name in self.declared or not (mentioned or facts.get(r.name)):
+            writable = r.name in self.derived
+            if writable or r.name in self.declared or not (mentioned or facts.get(r.name)):
                 cols = ", ".join(f"c{i}" + (": any" if i % 2 else "") for i in range(r.arity))
-                lines.append(f"rel {r.name}({cols}).")
+                lines.append(f"{'@writable ' if writable else ''}rel {r.name}({cols}).")
         lines += self.rules
         for rel in sorted(facts):
             for row in sorted(facts[rel], key=repr):
@@ -231,6 +235,7 @@ def programs(draw: st.DrawFn, max_rels: int = 5, max_rules: int = 7) -> Program:
             labels += 1
             label = f"rule{labels}: "
         prog.rules.append(f"{label}{head_text} :- {', '.join(body)}.")
+        prog.derived.add(head.name)
     return prog
 
 
@@ -315,7 +320,7 @@ COMMENTS = ("// note", "//", "//x", "//// banner", "// trailing   ", "// } { . :
 #: comments that would lex as doc comments where a statement may start
 DOC_LIKE = ("/// inner", "///")
 DOCS = ("///", "/// A doc line.", "///no space", "///  two spaces", "/// `code` and // slashes")
-F_ANNOTATIONS = ("materialize", "demand", "decision", "weird")
+F_ANNOTATIONS = ("materialize", "demand", "decision", "writable", "weird")
 
 
 @dataclass
@@ -524,10 +529,10 @@ def policy_files(draw: st.DrawFn) -> str:
     for line in prog.text().splitlines():
         if draw(st.integers(0, 4)) == 4:
             out.append(draw(st.sampled_from(COMMENTS)))
-        if line.startswith("rel ") and draw(st.integers(0, 2)) == 2:
+        if line.startswith(("rel ", "@writable rel ")) and draw(st.integers(0, 2)) == 2:
             notes = draw(st.lists(st.sampled_from(F_ANNOTATIONS[:3]), max_size=2, unique=True))
             line = " ".join([*(f"@{n}" for n in notes), line])
-        if not line.startswith("rel ") and draw(st.integers(0, 3)) == 3:
+        if not line.startswith(("rel ", "@writable rel ")) and draw(st.integers(0, 3)) == 3:
             out.append(draw(st.sampled_from(DOCS[1:])))  # documents the statement below
         out.append(line)
     for i in range(draw(st.integers(0, 3))):
@@ -575,6 +580,7 @@ _TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|[A-Za-z_][A-Za-z0-9_]*|-?[0-9
 #: tokens a mutation may insert: every keyword and punctuation mark of the grammar, and then some
 VOCABULARY: tuple[str, ...] = (
     "rel", "import", "test", "expect", "expect not", "not", "@materialize", "@demand", "@",
+    "@writable",
     "(", ")", "{", "}", ",", ".", ":", ":-", "=", "!=", "<", "<=", ">", ">=", "X", "_", "p",
     "\"s\"", '"', "\\", "0", "-", "//", "///", "\n", " ", "é", "\x00", "\ufeff",
 )

@@ -116,6 +116,7 @@ rel member(user, group).
 rel grant(group, obj).
 rel parent(child, obj).
 rel enabled(group).
+@writable rel in_group(user, group).   // rows may be written for it (see below)
 in_group(U, G) :- member(U, G).
 active(U, G) :- member(U, G), enabled(G).
 granted(G, O) :- grant(G, O).
@@ -141,7 +142,8 @@ def test_unfolded_views_answer_like_materialization_and_follow_stored_rows() -> 
     assert {"in_group", "active"} <= r._plans.unfolded
     assert "blocked" not in r._plans.unfolded and "granted" not in r._plans.unfolded
     assert not r.check("carol", "read", "b")
-    r.insert("in_group", [("carol", "eng")])  # a base fact of a derived (virtual) relation
+    r.insert("in_group", [("carol", "eng")])  # a base fact of a derived (virtual) relation,
+    # `@writable`
     full.insert("in_group", [("carol", "eng")])
     assert r.check("carol", "read", "b")
     assert "in_group" not in r._plans.unfolded  # it has stored rows now

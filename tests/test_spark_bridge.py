@@ -72,7 +72,8 @@ def test_import_spark_bridge_does_not_import_pyspark() -> None:
     ("p(X, Y) :- e(Y, X). p(X, Z) :- p(X, Y), e(Y, Z).", None),  # exit rule reversed
     ("p(X, Y) :- e(X, Y). p(X, Z) :- p(X, Y), f(Y, Z).", None),  # two edge relations
     ("p(X, Y) :- e(X, Y). p(X, Z) :- p(X, Y), e(Y, Z), Z != a.", None),
-    ("p(X, Y) :- e(X, Y). p(X, Z) :- p(X, Y), e(Y, Z). p(a, b).", None),  # facts for p
+    ("@writable rel p(x, y). p(X, Y) :- e(X, Y). p(X, Z) :- p(X, Y), e(Y, Z). p(a, b).",
+     None),  # facts for p
 ])
 def test_closure_shape(rules: str, kind: str | None) -> None:
     program = grantlog.compile(rules + " e(a, b). f(a, b).")

@@ -264,6 +264,8 @@ RECURSIVE = """
 rel contains(parent: string, child: string).
 rel grant(user: string, op: string, object: string).
 rel ancestor(a: string, o: string).
+/// derived, and given a fact below (a reason that is a fact of the decision relation)
+@writable rel allowed(user: string, op: string, object: string).
 ancestor(A, O) :- contains(A, O).
 ancestor(A, O) :- ancestor(A, P), contains(P, O).
 /// A grant on an object or an ancestor.

@@ -97,7 +97,8 @@ def test_resources_sharing_a_fact_are_never_one_kind() -> None:
 
 
 def test_derived_rows_do_not_count_but_base_facts_of_derived_relations_do() -> None:
-    text = MODEL + "@materialize rel tagged(object: string).\ntagged(O) :- label(O, pii).\n" \
+    text = MODEL + "@materialize @writable rel tagged(object: string).\n" \
+        "tagged(O) :- label(O, pii).\n" \
         "allowed(U, read, O) :- tagged(O), grant(U, read, _).\n"
     r = _reasoner({
         "entity": [(t, "table") for t in ("t0", "t1", "t2", "t3")],

@@ -1,5 +1,5 @@
 """Prometheus metrics: decisions by result, request latency by endpoint, the revision and the
-lag behind the store, store errors, policy changes.
+lag behind the store, store errors, policy changes, decision log failures.
 
 With several workers, ``grantlog serve`` gives them a shared directory
 (``$PROMETHEUS_MULTIPROC_DIR``, prometheus_client's multiprocess mode) before they start: every
@@ -70,6 +70,13 @@ class Metrics:
         self.policy_errors = Counter("grantlog_policy_errors", "policies this worker failed "
                                      "to compile or load (it kept the old one)",
                                      registry=self.registry)
+        self.decision_log_failures = Counter(
+            "grantlog_decision_log_failures", "decision log entries that could not be written "
+            "when logged (kept for later, or the decision failed with --decision-log-required)",
+            registry=self.registry)
+        self.decision_log_dropped = Counter(
+            "grantlog_decision_log_dropped", "decision log entries kept after a failed write "
+            "and dropped for good (too many waited)", registry=self.registry)
         #: the labelled children, bound once (``labels()`` takes a lock and a dict lookup on
         #: every call, and checks are the hot path)
         self.decided = {result: self.decisions.labels(result)

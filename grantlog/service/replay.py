@@ -4,8 +4,10 @@ A what-if on real traffic: each logged check (from ``grantlog serve --decision-l
 decided again under the new rules, over the facts of ``--store`` (its current revision) and
 ``--facts`` files, and every decision that would change is printed with its proof under the
 new rules (the ALLOW's proof, or the DENY's why-not tree). Masked entries cannot be replayed
-and are counted. Exit codes as ``grantlog diff``: 0 nothing would change, 1 something would,
-2 a user error.
+and are counted, as are the entries that are not decisions (reads, OPA lookups). A torn last
+line of a log (the writer stopped mid-line) is skipped with a warning; any other line that is
+not an entry is an error. Exit codes as ``grantlog diff``: 0 nothing would change, 1 something
+would, 2 a user error.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from typing import Any
 
 from grantlog.engine import compile_program, ir
-from grantlog.grammar.diagnostics import GrantlogError, Span, error, render_all
+from grantlog.grammar.diagnostics import GrantlogError, Span, error, render_all, warning
 
 from . import MASK
 
@@ -38,21 +40,34 @@ def add_parser(sub: Any) -> None:
 
 
 def _entries(paths: list[str]) -> list[tuple[str, int, dict[str, Any]]]:
+    """The entries of the logs, in order. A torn last line (not JSON and no newline at the
+    end: the writer stopped mid-line, on a full disk or a crash) is skipped with a warning on
+    stderr; any other line that is not an entry is an error."""
     out = []
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as f:
-                lines = f.read().splitlines()
+            with open(path, "rb") as f:
+                data = f.read()
         except OSError as exc:
             raise GrantlogError([error("file-not-found", f"cannot read `{path}`: "
                                        f"{(exc.strerror or str(exc)).lower()}",
                                        Span(path, 0, 0, 0, 0))]) from None
-        for no, line in enumerate(lines, 1):
-            if not line.strip():
+        lines = data.split(b"\n")
+        torn = lines.pop() if lines else b""  # after the last newline: b"" or a torn line
+        if torn.strip(b" \t\r\0"):
+            lines.append(torn)
+        for no, raw in enumerate(lines, 1):
+            if not raw.strip():
                 continue
             try:
-                entry = json.loads(line)
+                entry = json.loads(raw)
             except ValueError:
+                if no == len(lines) and raw is torn:
+                    sys.stderr.write(render_all([warning(
+                        "torn-log-line", f"the last line is torn ({len(raw)} bytes, no newline "
+                        "at the end: the writer stopped mid-line); skipped",
+                        Span(path, no, 1, no, 2))]) + "\n")
+                    continue
                 raise GrantlogError([error("bad-log", "not a decision log line (JSON)",
                                            Span(path, no, 1, no, 2))]) from None
             if not isinstance(entry, dict) or not isinstance(entry.get("input"), dict):
@@ -71,10 +86,14 @@ def cmd_replay(a: argparse.Namespace) -> int:
     entries = _entries(a.logs)
     r = Reasoner(program, store=a.store, follow=False) if a.store else Reasoner(program)
     changed: list[dict[str, Any]] = []
-    masked = replayed = 0
+    masked = replayed = other = 0
     try:
         for path, no, e in entries:
             inp = e["input"]
+            result = e.get("result")
+            if not isinstance(result, dict) or not isinstance(result.get("allowed"), bool):
+                other += 1  # a read's answer (list, who, ...) or an OPA lookup: no decision
+                continue
             triple = tuple(inp.get(k) for k in ("subject", "operation", "resource"))
             if MASK in triple or not all(isinstance(x, str) for x in triple):
                 masked += 1
@@ -82,7 +101,7 @@ def cmd_replay(a: argparse.Namespace) -> int:
             replayed += 1
             s, o, res = triple
             assert isinstance(s, str) and isinstance(o, str) and isinstance(res, str)
-            was = bool(e.get("result", {}).get("allowed"))
+            was = result["allowed"]
             d = r.check(s, o, res)
             if d.allowed == was:
                 continue
@@ -101,7 +120,8 @@ def cmd_replay(a: argparse.Namespace) -> int:
         out = [{k: (v.to_dict() if k == "explanation" else v) for k, v in c.items()}
                for c in changed]
         sys.stdout.write(json.dumps({"replayed": replayed, "masked": masked,
-                                     "changed": out, "revision": revision}, indent=2) + "\n")
+                                     "not_decisions": other, "changed": out,
+                                     "revision": revision}, indent=2) + "\n")
     else:
         for c in changed:
             verdict = f"{'ALLOW' if c['was'] else 'DENY'} -> {'ALLOW' if c['now'] else 'DENY'}"
@@ -111,5 +131,6 @@ def cmd_replay(a: argparse.Namespace) -> int:
                 sys.stdout.write(c["explanation"].render() + "\n")
         sys.stdout.write(f"{replayed} replayed, {len(changed)} would change"
                          + (f", {masked} masked (not replayed)" if masked else "")
+                         + (f", {other} reads or lookups (not decisions)" if other else "")
                          + f" (facts at revision {revision})\n")
     return 1 if changed else 0

@@ -230,7 +230,7 @@ def _read_stdin() -> str:
 
 
 def cmd_lint(a: argparse.Namespace) -> int:
-    diags, sources = lint(a.paths, strict=a.strict)
+    diags, sources = lint(a.paths, strict=a.strict, facts=a.facts or ())
     if a.json:
         _out(json.dumps([d.to_dict() for d in diags], indent=2))
     elif diags:
@@ -539,6 +539,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("lint", "report errors, warnings and style findings")
     sp.add_argument("paths", nargs="+", metavar="PATH")
+    sp.add_argument("--facts", "-f", action="append", metavar="FILE",
+                    help="a .gl file of facts to lint with each PATH (e.g. `unknown-constant`: "
+                    "a constant no rule matches); repeatable")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_lint)
 

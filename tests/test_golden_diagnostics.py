@@ -33,7 +33,8 @@ REQUIRED_CODES = {
     "syntax-error", "unsafe-variable", "arity-mismatch", "unknown-relation", "unknown-type",
     "type-mismatch", "negation-cycle", "duplicate-declaration", "duplicate-rule-name",
     "duplicate-test", "rule-in-test", "import-not-found", "import-cycle", "file-not-found",
-    "no-input", "singleton-variable", "unused-relation",
+    "no-input", "singleton-variable", "unused-relation", "derived-relation",
+    "unknown-constant",
 }
 
 

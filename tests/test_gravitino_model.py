@@ -123,3 +123,49 @@ def test_list_within_a_container_is_the_listing_below_it(reasoner: grantlog.Reas
             assert pyd.list(u, op, within=c) == reasoner.list(u, op, within=c), (u, op, c)
     assert nonempty >= 5  # some listings allow, the others deny: both are exercised
     assert reasoner.list("alice", "load_table", within="m1.nosuch") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# grantlog issue 24, items 16 and 17: an owner's grant, revoke and set owner need the catalog
+# and the schema loadable (reading 8); get_owner and list_roles_for_object (readings 19, 20).
+
+LEDGER = "m1.lakehouse.finance.ledger"
+
+
+def test_a_table_owner_who_may_not_load_its_schema_may_not_grant_revoke_or_set_owner() -> None:
+    r = grantlog.Reasoner(grantlog.compile(paths=[MODEL, FACTS]))
+    # carol (analysts: USE_CATALOG on the lakehouse, USE_SCHEMA on sales only) owns the ledger
+    r.insert("owner", [(LEDGER, "carol")])
+    assert r.ask(f'missing_use_schema(carol, "{LEDGER}")')
+    for op in ("grant_privilege", "revoke_privilege", "set_owner", "drop_table", "load_table",
+               "get_owner", "list_roles_for_object"):
+        assert not r.check("carol", op, LEDGER).allowed, op
+    # the metalake owner and the catalog owner still may, whatever their roles
+    for user in ("maria", "sam"):
+        for op in ("grant_privilege", "revoke_privilege", "set_owner"):
+            assert r.check(user, op, LEDGER).allowed, (user, op)
+    # once she may load the schema her ownership counts again
+    r.insert("privilege", [("m1/role/analyst", "use_schema", "m1.lakehouse.finance", "allow")])
+    for op in ("grant_privilege", "revoke_privilege", "set_owner", "drop_table", "get_owner"):
+        assert r.check("carol", op, LEDGER).allowed, op
+
+
+def test_get_owner_and_list_roles_for_object_are_operations_of_the_model(
+        reasoner: grantlog.Reasoner) -> None:
+    ops = {row[0] for row in reasoner.rows("api")}
+    assert {"get_owner", "list_roles_for_object"} <= ops
+    orders = "m1.lakehouse.sales.orders"
+    # alice (analysts) loads the sales tables: she may get their owner and list their roles
+    assert reasoner.check("alice", "get_owner", orders).allowed
+    assert reasoner.check("alice", "list_roles_for_object", "m1.lakehouse.sales").allowed
+    got = reasoner.query('listed(alice, list_roles_for_object, "m1.lakehouse.sales", R)')
+    assert [a["R"] for a in got] == ["m1/role/analyst"]
+    # ... but not of the finance ledger, which she may not load
+    assert not reasoner.check("alice", "get_owner", LEDGER).allowed
+    assert not reasoner.check("alice", "list_roles_for_object", LEDGER).allowed
+    # the metalake owner sees every role bound to the customers table, the DENY one too
+    got = reasoner.query('listed(maria, list_roles_for_object, "m1.lakehouse.sales.customers", R)')
+    assert [a["R"] for a in got] == ["m1/role/pii_blocker"]
+    # carol holds pii_blocker (through contractors) but it denies her the table: no listing
+    assert not reasoner.check("carol", "list_roles_for_object",
+                              "m1.lakehouse.sales.customers").allowed

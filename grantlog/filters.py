@@ -6,16 +6,28 @@ resource, each followed by the separator, e.g. ``/m1/m1.c1/m1.c1.s1/``::
 
     # layout.toml
     table = "catalog_objects"
+    schema = "catalog"      # optional: the table's schema (and `catalog`: Trino's catalog)
     id = "id"
     type = "kind"           # optional: needed by filters that name a type
     parent = "parent_id"    # optional: "under X" by a recursive query
     path = "path"           # optional: "under X" by a substring test (faster, and Spark SQL)
     path_separator = "/"    # must not occur in any id: the path is split on it
 
+Every name is an identifier, used exactly as written: it is printed quoted in every dialect
+(a column named ``user`` or ``kind; DROP TABLE t; --`` is that column, nothing else). A layout
+is checked when it is made (``bad-layout``): each name a non-empty string without NUL, a
+table, schema or catalog name without ``.`` (name the schema with ``schema``), and a
+``path_separator`` that splits a path one way only (non-empty, not starting with what it ends
+with, like ``//``).
+
 :func:`to_sql` renders a residual (``Reasoner.filter``) as a WHERE condition for SQLite,
 PostgreSQL, Spark SQL or Trino; :func:`select_sql` as the whole query of the ids. A condition
 the layout cannot express (a type without a type column, "under" without a parent or path)
-is refused with ``filter-layout``, never rendered as one that admits more.
+is refused with ``filter-layout``, never rendered as one that admits more; so is an id that
+holds the path separator (``bad-layout``). No string literal holds a quote or a backslash
+(they are written ``CHR(39)``, ``CHR(92)``), so the SQL means the same whatever the server's
+string-escaping settings (PostgreSQL's ``standard_conforming_strings``, Spark's
+``escapedStringLiterals``), and LIKE patterns escape with ``!``.
 
 Rows and columns of a table (rules/gravitino_data.gl): :func:`row_filter_sql` renders a row
 filter (``Reasoner.row_filter``, conditions on the row's cells) as a condition over the
@@ -25,6 +37,7 @@ that replaces the column.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +50,14 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from grantlog.tomlfile import read_toml
 
 DIALECTS = ("sqlite", "postgres", "spark", "trino")
+#: the layout's fields that name a table part (no ``.``: it would read as two names)
+_TABLE_PARTS = ("table", "schema", "catalog")
+#: the fields that may be left out (None)
+_OPTIONAL = ("type", "parent", "path", "schema", "catalog")
+_LAYOUT_HELP = ("each name is a table's or a column's name exactly as the catalog spells it; "
+                "path_separator is a string no id contains, e.g. \"/\" (docs/filters.md)")
+#: LIKE's escape character (not a backslash: see the module docstring)
+_ESCAPE = "!"
 
 
 @dataclass(frozen=True)
@@ -47,6 +68,13 @@ class Layout:
     parent: str | None = None
     path: str | None = None
     path_separator: str = "/"
+    schema: str | None = None
+    catalog: str | None = None
+
+    def __post_init__(self) -> None:
+        problems = _problems({f: getattr(self, f) for f in Layout.__dataclass_fields__})
+        if problems:
+            raise bad_layout(problems, Span("<layout>", 0, 0, 0, 0))
 
     @staticmethod
     def load(path: str | Path) -> Layout:
@@ -55,17 +83,60 @@ class Layout:
 
     @staticmethod
     def from_dict(data: Any, where: Span | None = None) -> Layout:
-        """A layout from its fields (a layout file's, a request's), checked."""
+        """A layout from its fields (a layout file's, a request's), checked (``bad-layout``).
+        An optional field may be given as null (JSON)."""
         where = where or Span("<layout>", 0, 0, 0, 0)
         known = set(Layout.__dataclass_fields__)
-        unknown = sorted(set(data) - known) if isinstance(data, dict) else []
-        if not isinstance(data, dict) or unknown or "table" not in data or not all(
-                isinstance(v, str) for v in data.values()):
-            raise GrantlogError([error(
-                "bad-layout", "a layout names `table` and any of "
-                f"{', '.join(sorted(known - {'table'}))}, each a string"
-                + (f" (unknown: {', '.join(unknown)})" if unknown else ""), where)])
-        return Layout(**data)
+        if not isinstance(data, dict):
+            raise bad_layout([f"a layout is a table of names, not {type(data).__name__}"], where)
+        unknown = sorted(str(k) for k in set(data) - known)
+        if unknown or "table" not in data:
+            raise bad_layout(["a layout names `table` and any of "
+                              f"{', '.join(sorted(known - {'table'}))}, each a string"
+                              + (f" (unknown: {', '.join(unknown)})" if unknown else "")],
+                             where)
+        fields = {k: v for k, v in data.items() if not (v is None and k in _OPTIONAL)}
+        found = _problems({name: fields.get(name, f.default)
+                           for name, f in Layout.__dataclass_fields__.items()})
+        if found:
+            raise bad_layout(found, where)
+        return Layout(**fields)
+
+    def table_ref(self) -> exp.Table:
+        return exp.Table(this=_ident(self.table), db=_ident(self.schema) if self.schema else None,
+                         catalog=_ident(self.catalog) if self.catalog else None)
+
+
+def _problems(fields: dict[str, Any]) -> list[str]:
+    """What is wrong with a layout's fields (empty: nothing)."""
+    out: list[str] = []
+    for name, v in fields.items():
+        if v is None and name in _OPTIONAL:
+            continue
+        if not isinstance(v, str):
+            out.append(f"`{name}` must be a string, not {type(v).__name__}")
+        elif v == "":
+            out.append(f"`{name}` must not be empty" + (
+                ": an empty separator splits no path (every id would match inside another)"
+                if name == "path_separator" else ""))
+        elif "\x00" in v:
+            out.append(f"`{name}` must not contain NUL")
+        elif name in _TABLE_PARTS and "." in v:
+            out.append(f"`{name}` {v!r} contains `.`: a {name} name is one name (give the "
+                       "table's schema as `schema`, Trino's catalog as `catalog`)")
+    sep = fields.get("path_separator")
+    if isinstance(sep, str) and len(sep) > 1:
+        border = next((sep[:i] for i in range(len(sep) - 1, 0, -1) if sep[:i] == sep[-i:]),
+                      None)
+        if border is not None:
+            out.append(f"`path_separator` {sep!r} starts with what it ends with ({border!r}): "
+                       "a path could be split on it in more than one way (an id ending in "
+                       "it would match another's prefix)")
+    return out
+
+
+def bad_layout(problems: list[str], where: Span) -> GrantlogError:
+    return GrantlogError([error("bad-layout", p, where, _LAYOUT_HELP) for p in problems])
 
 
 def check_dialect(dialect: str) -> None:
@@ -79,8 +150,32 @@ def layout_error(message: str) -> GrantlogError:
                                 "add the column to the layout, or list() the resources")])
 
 
+def _ident(name: str) -> exp.Identifier:
+    """An identifier, always quoted (the dialect's quotes, doubled inside)."""
+    return exp.to_identifier(name, quoted=True)
+
+
+def _str(s: str) -> exp.Expr:
+    """A string literal with no quote and no backslash in it: those characters are
+    ``CHR(39)`` and ``CHR(92)`` (``CHAR`` in SQLite), concatenated, so the text reads the same
+    under every setting of a server's string escapes."""
+    if "\x00" in s:
+        raise GrantlogError([error(
+            "filter-unsupported", f"the value {s!r} contains NUL, which SQL text cannot hold",
+            Span("<filter>", 0, 0, 0, 0), "list() the resources instead")])
+    parts = [p for p in re.split(r"(['\\])", s) if p]
+    if len(parts) <= 1 and not (parts and parts[0] in ("'", "\\")):
+        return exp.Literal.string(s)
+    terms: list[exp.Expr] = [exp.Chr(expressions=[exp.Literal.number(ord(p))])
+                             if p in ("'", "\\") else exp.Literal.string(p) for p in parts]
+    out = terms[0]
+    for t in terms[1:]:
+        out = exp.DPipe(this=out, expression=t)
+    return exp.Paren(this=out)
+
+
 def _lit(v: Any) -> exp.Expr:
-    return exp.Literal.number(v) if isinstance(v, int) else exp.Literal.string(str(v))
+    return exp.Literal.number(v) if isinstance(v, int) else _str(str(v))
 
 
 class _Render:
@@ -89,12 +184,9 @@ class _Render:
         check_dialect(dialect)
         self.layout, self.dialect = layout, dialect
         self.chains = chains or {}
-        #: column names quoted (a row filter's: the table's own columns, any spelling)
-        self.quoted = False
 
     def col(self, name: str, table: str | None = None) -> exp.Column:
-        return exp.column(exp.to_identifier(name, quoted=self.quoted),
-                          table=exp.to_identifier(table) if table else None)
+        return exp.column(_ident(name), table=_ident(table) if table else None)
 
     def cond(self, c: Cond) -> exp.Expr:
         tag, lay = c[0], self.layout
@@ -120,7 +212,12 @@ class _Render:
         if tag == "under":
             return self.under(c[1])
         if tag == "cell":
-            return exp.EQ(this=self.col(c[1]), expression=_lit(c[2]))
+            column = c[1]
+            if not isinstance(column, str) or not column or "\x00" in column:
+                raise GrantlogError([error(
+                    "filter-unsupported", f"{column!r} cannot be a column's name (a non-empty "
+                    "string without NUL)", Span("<filter>", 0, 0, 0, 0))])
+            return exp.EQ(this=self.col(column), expression=_lit(c[2]))
         if tag == "and":
             return exp.and_(*[self.cond(p) for p in c[1]])
         if tag == "or":
@@ -133,6 +230,18 @@ class _Render:
             return exp.not_(exp.paren(self.cond(c[1])))
         raise ValueError(tag)
 
+    def _no_separator(self, ids: Any) -> None:
+        """An id that holds the separator would be split into two in the path: the test
+        would admit what lies under other objects. Refused."""
+        sep = self.layout.path_separator
+        for x in ids:
+            if sep in str(x):
+                raise GrantlogError([error(
+                    "bad-layout", f"the id {str(x)!r} contains the layout's path_separator "
+                    f"{sep!r}: its path cannot be split on it", Span("<layout>", 0, 0, 0, 0),
+                    "choose a path_separator that no id contains (and build the path column "
+                    "with it)")])
+
     def under(self, *objs: Any) -> exp.Expr:
         """The resource is one of ``objs`` or below one."""
         lay = self.layout
@@ -140,18 +249,18 @@ class _Render:
             (a,) = objs
             sep = lay.path_separator
             chain = self.chains.get(a)
+            self._no_separator([a, *(chain or ())])
             if chain is not None:  # the path starts with a's: a prefix, which an index finds
                 prefix = sep + "".join(f"{x}{sep}" for x in chain)
                 if self.dialect == "sqlite":  # SQLite's LIKE ignores case; GLOB does not
                     globbed = "".join(f"[{ch}]" if ch in "*?[" else ch for ch in prefix)
-                    return exp.Glob(this=self.col(lay.path),
-                                    expression=exp.Literal.string(globbed + "*"))
-                escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace(
-                    "_", "\\_")
+                    return exp.Glob(this=self.col(lay.path), expression=_str(globbed + "*"))
+                escaped = "".join(_ESCAPE + ch if ch in ("%", "_", _ESCAPE) else ch
+                                  for ch in prefix)
                 return exp.Escape(this=exp.Like(this=self.col(lay.path),
-                                                expression=exp.Literal.string(escaped + "%")),
-                                  expression=exp.Literal.string("\\"))
-            piece = exp.Literal.string(f"{sep}{a}{sep}")
+                                                expression=_str(escaped + "%")),
+                                  expression=exp.Literal.string(_ESCAPE))
+            piece = _str(f"{sep}{a}{sep}")
             return exp.GT(this=exp.StrPosition(this=self.col(lay.path), substr=piece),
                           expression=exp.Literal.number(0))
         if lay.parent is None:
@@ -160,18 +269,24 @@ class _Render:
         if self.dialect == "spark":
             raise layout_error("Spark SQL has no recursive queries: give the layout a "
                                 "`path` column for filters over the hierarchy")
-        # id IN (WITH RECURSIVE sub(id) AS (a UNION ALL its children) SELECT id FROM sub)
-        t, sub = lay.table, "grantlog_under"
-        seed = exp.select(self.col(lay.id)).from_(exp.to_identifier(t)).where(
+        # id IN (WITH RECURSIVE sub(id) AS (a UNION ALL its children) SELECT id FROM sub),
+        # the table's rows in the step named by an alias of ours; the query's own names are
+        # chosen not to be the table's (a CTE of the table's name would hide it)
+        sub, obj = "grantlog_under", "grantlog_o"
+        while sub.lower() in (lay.table.lower(), obj):
+            sub += "_"
+        seed = exp.select(self.col(lay.id)).from_(lay.table_ref()).where(
             exp.EQ(this=self.col(lay.id), expression=_lit(objs[0])) if len(objs) == 1 else
             exp.In(this=self.col(lay.id),
                    expressions=[_lit(v) for v in sorted(objs, key=str)]))
-        step = exp.select(self.col(lay.id, t)).from_(exp.to_identifier(t)).join(
-            exp.to_identifier(sub),
-            on=exp.EQ(this=self.col(lay.parent, t), expression=self.col("id", sub)))
+        step = exp.select(self.col(lay.id, obj)).from_(
+            exp.alias_(lay.table_ref(), _ident(obj), table=True)).join(
+            exp.Table(this=_ident(sub)),
+            on=exp.EQ(this=self.col(lay.parent, obj), expression=self.col("id", sub)))
         body = exp.union(seed, step, distinct=False)
-        q = exp.select(self.col("id", sub)).from_(exp.to_identifier(sub)).with_(
-            f"{sub}(id)", as_=body, recursive=True)
+        q = exp.select(self.col("id", sub)).from_(exp.Table(this=_ident(sub))).with_(
+            exp.TableAlias(this=_ident(sub), columns=[_ident("id")]), as_=body,
+            recursive=True)
         return self.col(lay.id).isin(query=q)
 
 
@@ -183,8 +298,7 @@ def to_sql(residual: Residual, layout: Layout, dialect: str = "postgres") -> str
 def select_sql(residual: Residual, layout: Layout, dialect: str = "postgres") -> str:
     """``SELECT id FROM table WHERE <the residual>``."""
     r = _Render(layout, dialect, residual.chains)
-    q = exp.select(r.col(layout.id)).from_(exp.to_identifier(layout.table)).where(
-        r.cond(residual.cond))
+    q = exp.select(r.col(layout.id)).from_(layout.table_ref()).where(r.cond(residual.cond))
     return q.sql(dialect=dialect)
 
 
@@ -200,9 +314,7 @@ def row_filter_sql(f: RowFilter, dialect: str = "trino") -> str:
     """A row filter as a condition over the table's columns, in ``dialect``."""
     if not _cells_only(f.cond):
         raise layout_error("the row filter says something of the row other than its cells")
-    r = _Render(Layout(table=""), dialect)
-    r.quoted = True
-    return r.cond(f.cond).sql(dialect=dialect)
+    return _Render(Layout(table="t"), dialect).cond(f.cond).sql(dialect=dialect)
 
 
 #: column masks, the strongest first (a column with several gets the first):
@@ -227,8 +339,11 @@ def mask_sql(mask: str, column: str, dialect: str = "trino",
         raise GrantlogError([error("bad-option", f"`{mask}` is not a mask; masks are "
                                    f"{', '.join(MASKS)}", Span("<mask>", 0, 0, 0, 0))])
     check_dialect(dialect)
+    if not isinstance(column, str) or not column or "\x00" in column:
+        raise GrantlogError([error("bad-option", f"{column!r} cannot be a column's name (a "
+                                   "non-empty string without NUL)", Span("<mask>", 0, 0, 0, 0))])
     stringy = column_type is None or column_type.lower().split("(")[0].strip() in _STRINGS
-    col = exp.column(exp.to_identifier(column, quoted=True))
+    col = exp.column(_ident(column))
     stars = exp.Literal.string("****")
     e: exp.Expr
     if mask == "nullify" or not stringy:

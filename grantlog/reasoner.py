@@ -21,12 +21,13 @@ class Reasoner(engine.Reasoner):
     facts durable: every transaction is written to the store before it becomes visible, and
     transactions of other processes on the same store are followed from its change log
     (``follow=False`` follows only on demand: :meth:`sync`, ``at_least=``). See
-    grantlog/store/reasoner.py.
+    grantlog/store/reasoner.py. ``verify=True`` checks the store against its change log
+    first and refuses a corrupt one (``store-corrupt``; grantlog/store/verify.py).
     """
 
     def __new__(cls, program: ir.Program, watch: Iterable[str] | str = (),
                 backend: str = "memory", store: str | Store | None = None,
-                follow: bool = True) -> Any:
+                follow: bool = True, verify: bool = False) -> Any:
         if store is None:
             return engine.Reasoner.__new__(cls, program, watch, backend)
         if backend != "memory":
@@ -39,7 +40,7 @@ class Reasoner(engine.Reasoner):
 
     def __init__(self, program: ir.Program, watch: Iterable[str] | str = (),
                  backend: str = "memory", store: str | Store | None = None,
-                 follow: bool = True) -> None:
+                 follow: bool = True, verify: bool = False) -> None:
         super().__init__(program, watch, backend)
         #: called with the ``Changes`` of every transaction this reasoner applies — its own
         #: and, with a store, other processes' (under the reasoner's lock: keep them short)

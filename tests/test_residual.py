@@ -209,14 +209,15 @@ def test_layouts_that_cannot_express_a_filter_are_refused(tmp_path: Path) -> Non
         assert why in err.value.diagnostics[0].message
     lay = Layout("t", "id", "type", "parent", "path")
     # in a tree the path starts with the ids down to the object: a prefix (an index finds it)
-    prefix = "path LIKE '/m1/m1.lakehouse/m1.lakehouse.sales/%' ESCAPE "
-    assert prefix + "'\\'" in to_sql(f, lay, "trino")
-    assert prefix + "'\\\\'" in to_sql(f, lay, "spark")
-    assert prefix + "'\\'" in to_sql(f, lay, "postgres")
-    weird = Residual("u", "o", ("under", "a_b%*"), 0, None, None, None,
-                     {"a_b%*": ("r", "a_b%*")})
-    assert "LIKE '/r/a\\_b\\%*/%' ESCAPE '\\'" in to_sql(weird, lay, "postgres")
-    assert "GLOB '/r/a_b%[*]/*'" in to_sql(weird, lay, "sqlite")  # LIKE ignores case there
+    # (every name quoted; LIKE escapes with `!`: no backslash in any literal)
+    prefix = "LIKE '/m1/m1.lakehouse/m1.lakehouse.sales/%' ESCAPE '!'"
+    assert '"path" ' + prefix in to_sql(f, lay, "trino")
+    assert "`path` " + prefix in to_sql(f, lay, "spark")
+    assert '"path" ' + prefix in to_sql(f, lay, "postgres")
+    weird = Residual("u", "o", ("under", "a_b%*!"), 0, None, None, None,
+                     {"a_b%*!": ("r", "a_b%*!")})
+    assert "LIKE '/r/a!_b!%*!!/%' ESCAPE '!'" in to_sql(weird, lay, "postgres")
+    assert "GLOB '/r/a_b%[*]!/*'" in to_sql(weird, lay, "sqlite")  # LIKE ignores case there
     db = sqlite3.connect(":memory:")  # ids that differ only in case are different ids
     db.execute("CREATE TABLE t (id text, type text, parent text, path text)")
     db.executemany("INSERT INTO t VALUES (?, 'table', NULL, ?)",
@@ -226,9 +227,9 @@ def test_layouts_that_cannot_express_a_filter_are_refused(tmp_path: Path) -> Non
         got = sorted(row[0] for row in db.execute(select_sql(under, lay, "sqlite")))
         assert got == want, (obj, got)
     f.chains = {}  # where the chain is not known: the id anywhere in the path
-    assert "STRPOS(path, '/m1.lakehouse.sales/') > 0" in to_sql(f, lay, "trino")
-    assert "LOCATE('/m1.lakehouse.sales/', path) > 0" in to_sql(f, lay, "spark")
-    assert "POSITION('/m1.lakehouse.sales/' IN path) > 0" in to_sql(f, lay, "postgres")
+    assert "STRPOS(\"path\", '/m1.lakehouse.sales/') > 0" in to_sql(f, lay, "trino")
+    assert "LOCATE('/m1.lakehouse.sales/', `path`) > 0" in to_sql(f, lay, "spark")
+    assert "POSITION('/m1.lakehouse.sales/' IN \"path\") > 0" in to_sql(f, lay, "postgres")
     toml = tmp_path / "layout.toml"
     toml.write_text('table = "catalog"\nid = "oid"\ntype = "kind"\npath = "p"\n')
     assert Layout.load(toml) == Layout("catalog", "oid", "kind", None, "p")
@@ -253,7 +254,7 @@ def test_the_filter_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     layout.write_text('table = "objects"\nid = "id"\ntype = "type"\npath = "path"\n')
     assert main([*args, "--sql", "sqlite", "--layout", str(layout)]) == 0
     sql = capsys.readouterr().out
-    assert sql.startswith("SELECT id FROM objects WHERE type = 'table' AND ")
+    assert sql.startswith('SELECT "id" FROM "objects" WHERE "type" = \'table\' AND ')
     assert main([*args, "--sql", "sqlite"]) == 2
     assert "--sql needs --layout" in capsys.readouterr().err
 

@@ -239,8 +239,9 @@ def test_merged_revisions_equal_one_by_one(tmp_path: Path, program: grantlog.Pro
         assert behind.revision == w.revision and behind.all_rows() == w.all_rows()
 
 
-def test_derived_relations_get_their_table_with_the_first_base_fact(
-        store_url: str, program: grantlog.Program) -> None:
+def test_derived_relations_get_their_table_with_the_first_base_fact(store_url: str) -> None:
+    program = grantlog.compile(RULES + "@writable rel allowed(u: string, o: string, r: string).\n",
+                               filename="store_rules.gl")
     with grantlog.Reasoner(program, store=store_url, follow=False) as r:
         assert "allowed" not in r.store.tables
         r.insert("allowed", [("zed", "read", "t9")])

@@ -15,16 +15,26 @@ imports this package.
 from __future__ import annotations
 
 import os
+import time
 
 from grantlog.engine import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
 from .base import Revision, Store, StoredPolicy, Writer, store_error
+from .verify import Report
 
 
-def open_store(url: str, program: ir.Program | None = None, create: bool = True) -> Store:
+def open_store(url: str, program: ir.Program | None = None, create: bool = True,
+               verify: bool = False) -> Store:
     """Open the store at ``url`` (``sqlite:///path.db``, ``postgresql://...``). With
-    ``program``, create its tables (``create``) or check that the store fits it."""
+    ``program``, create its tables (``create``) or check that the store fits it.
+
+    ``verify`` (or ``verify=1`` in the URL's query string, which works wherever a store URL
+    is given: ``grantlog serve --store``, ``check --store``, ``Reasoner(store=...)``): check
+    the store against its change log before using it (:meth:`Store.verify`); a store found
+    corrupt is refused with ``store-corrupt``."""
+    url, asked = _verify_option(url)
+    verify = verify or asked
     if url.startswith("sqlite:"):
         from .sqlite import SqliteStore
 
@@ -40,13 +50,66 @@ def open_store(url: str, program: ir.Program | None = None, create: bool = True)
     else:
         raise store_error("bad-store-url", f"`{url}` is not a store URL", url,
                           "use sqlite:///path/facts.db or postgresql://user@host/db")
-    if program is not None:
-        try:
+    try:
+        if program is not None:
             st.open(program)
-        except GrantlogError:
-            st.close()
-            raise
+        if verify:
+            if program is None:  # a database that is no store: `store-unavailable`
+                st.attach()
+            check(st)
+    except GrantlogError:
+        st.close()
+        raise
     return st
 
 
-__all__ = ["Revision", "Store", "StoredPolicy", "Writer", "open_store"]
+#: stores this process found sound: the revision and when (a service opens its store several
+#: times as it starts — the policy, the reasoner, the policy watcher — and one check is enough)
+_VERIFIED: dict[str, tuple[int, float]] = {}
+#: how long a verification stands for the same revision (seconds)
+VERIFIED_FOR = 60.0
+
+
+def check(st: Store) -> None:
+    """Verify ``st`` and refuse it if it is corrupt (``store-corrupt``). A store this process
+    found sound at the same revision less than :data:`VERIFIED_FOR` seconds ago is not read
+    again."""
+    revision, _ = st.head()
+    seen = _VERIFIED.get(st.url)
+    if seen is not None and seen[0] == revision and time.monotonic() - seen[1] < VERIFIED_FOR:
+        return
+    report = st.verify()
+    if report.ok:
+        _VERIFIED[st.url] = (report.revision, time.monotonic())
+    else:
+        raise store_error(
+            "store-corrupt", f"the store does not match its change log: {report.summary()}",
+            st._shown(), "`grantlog store verify STORE` reports every problem; restore the "
+            "store from a backup, or dump its facts and load them into a new one")
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _verify_option(url: str) -> tuple[str, bool]:
+    """``url`` without its ``verify=`` option (PostgreSQL would refuse an option it does not
+    know), and whether it asked for verification."""
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, False
+    kept, asked = [], False
+    for part in query.split("&"):
+        key, _, value = part.partition("=")
+        if key != "verify":
+            kept.append(part)
+            continue
+        if value.lower() not in _TRUE + _FALSE:
+            raise store_error("bad-store-url", f"`verify={value}` is not one of "
+                              f"{', '.join(_TRUE + _FALSE)}", base,
+                              "write verify=1 to check the store when it is opened")
+        asked = value.lower() in _TRUE
+    return base + ("?" + "&".join(kept) if kept else ""), asked
+
+
+__all__ = ["Report", "Revision", "Store", "StoredPolicy", "Writer", "open_store"]

@@ -11,7 +11,14 @@ Tables (``T`` is a relation's table, grantlog/store/schema.py):
 * ``rel_<relation>``: the base facts, a primary key over all columns.
 * ``grantlog_log(revision, relation, sign, row)``: append-only, one row per fact a transaction
   added (+1) or removed (-1), net; ``row`` is the fact's values as a JSON array.
-* ``grantlog_revisions(revision, committed_at, added, removed)``: one row per transaction.
+* ``grantlog_revisions(revision, committed_at, added, removed, digest)``: one row per
+  transaction; ``digest`` the checksum of its log rows (grantlog/store/verify.py), NULL for a
+  bulk load above :data:`CHECKSUM_LOAD_MAX` facts and for revisions written before checksums
+  were kept.
+* ``grantlog_checkpoint(relation, rows, digest)``: each relation's facts at the log's horizon
+  as a count and a digest, kept by compaction (``grantlog_head.checkpoint`` is the revision
+  they are of: the horizon, or NULL when they are not known), so that the tables can still be
+  checked against the log once its start is gone (:meth:`Store.verify`).
 * ``grantlog_policies(serial, hash, roots, sources, set_at, revision)``: the rule files a
   decision service installed (:meth:`Store.put_policy`), newest last; ``grantlog_head.policy``
   is the newest one's hash. Every worker of a service serves the newest.
@@ -35,11 +42,16 @@ from grantlog.engine import ir
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from . import schema
+from .verify import MASK, Report, add_log, digest, hex64, verify_store
 
 Delta = dict[str, set[ir.Row]]
 
 #: a transaction writing this many rows refreshes the planner's statistics
 ANALYZE_AFTER = 10_000
+#: a bulk load (:meth:`Writer.load`) of more facts than this records no checksum: hashing
+#: them would add about half to a SQLite bulk load; its facts are still checked against the
+#: tables
+CHECKSUM_LOAD_MAX = 100_000
 
 def policy_conflict(expected: str, current: str, where: str) -> GrantlogError:
     """A policy replacement whose ``if_hash`` is not the current policy's hash."""
@@ -129,6 +141,8 @@ class Writer:
         self.keep = False
         self._added = 0
         self._removed = 0
+        #: the checksum of the rows logged so far (None: not kept, a big bulk load)
+        self._digest: int | None = 0
 
     @property
     def next(self) -> int:
@@ -154,20 +168,30 @@ class Writer:
                 st._delete(self.cur, t, rows)
                 st._log(self.cur, self.next, rel, -1, rows)
                 self._removed += len(rows)
+                self._sum(-digest(rel, rows)[1])
         for rel, rows in ins.items():
             if rows:
                 t = st._table(self.cur, rel, create=True)
                 st._insert(self.cur, t, rows)
                 st._log(self.cur, self.next, rel, 1, rows)
                 self._added += len(rows)
+                self._sum(digest(rel, rows)[1])
+
+    def _sum(self, value: int | None) -> None:
+        self._digest = None if value is None or self._digest is None else \
+            (self._digest + value) & MASK
 
     def load(self, rel: str, rows: Iterable[ir.Row]) -> int:
         """Add rows that may already be stored (a bulk load): only the new ones are written
         and logged. Returns how many were new."""
         st = self.store
         t = st._table(self.cur, rel, create=True)
+        rows = rows if isinstance(rows, list | tuple | set | dict) else list(rows)
         n = st._load(self.cur, t, rows, self.next)
         self._added += n
+        if n:  # the checksum of the rows it logged, read back (a small load only)
+            self._sum(st._logged_digest(self.cur, self.next, rel)
+                      if n <= CHECKSUM_LOAD_MAX else None)
         return n
 
     @property
@@ -187,6 +211,9 @@ class Store(ABC):
         self.tables: dict[str, schema.Table] = {}
         #: tables of relations that may get base facts later (derived relations)
         self._pending_tables: dict[str, schema.Table] = {}
+        #: whether the store keeps checksums (``grantlog_revisions.digest``, the checkpoint):
+        #: known once :meth:`open` (or compaction) brought an older store's tables up to date
+        self._checksums = False
 
     # -- the dialect ----------------------------------------------------------------------------
 
@@ -237,6 +264,30 @@ class Store(ABC):
     def _sql(self, text: str) -> str:
         return text if self.param == "?" else text.replace("?", self.param)
 
+    def _shown(self) -> str:
+        """The URL as errors and reports show it."""
+        return self.url
+
+    @abstractmethod
+    def _columns(self, cur: Any, table: str) -> set[str]:
+        """The columns ``table`` has."""
+
+    @abstractmethod
+    def _add_column(self, cur: Any, table: str, definition: str) -> None: ...
+
+    @abstractmethod
+    def _stream(self, cur: Any, sql: str) -> Iterator[tuple[Any, ...]]:
+        """The rows of a query, fetched in batches (inside the cursor's transaction)."""
+
+    def _structure_check(self, cur: Any, limit: int) -> list[str]:
+        """What the database finds wrong with its own structure (verify)."""
+        return []
+
+    @contextmanager
+    def _verifying(self, tolerant: bool = False) -> Iterator[None]:
+        """Around a verification (SQLite: ``tolerant`` reads text that is not UTF-8)."""
+        yield
+
     # -- opening --------------------------------------------------------------------------------
 
     def _create_meta(self, cur: Any) -> None:
@@ -265,6 +316,22 @@ class Store(ABC):
     def _without_rowid(self) -> str:
         return ""
 
+    def _upgrade(self, cur: Any) -> None:
+        """Bring an older store's tables up to date, inside a write transaction: the
+        revisions' checksums and the checkpoint (a store older than them keeps working: its
+        earlier revisions have no checksum, and where its log was already compacted the
+        checkpoint is unknown until the next compaction takes one)."""
+        if "digest" not in self._columns(cur, "grantlog_revisions"):
+            self._add_column(cur, "grantlog_revisions", f"digest {self._column_type('string')}")
+        if "checkpoint" not in self._columns(cur, "grantlog_head"):
+            self._add_column(cur, "grantlog_head", f"checkpoint {self._column_type('int')}")
+            # a log never compacted starts from the empty store: a checkpoint of nothing
+            cur.execute("UPDATE grantlog_head SET checkpoint = 0 WHERE id = 1 AND horizon = 0")
+        text, big = self._column_type("string"), self._column_type("int")
+        cur.execute(f"CREATE TABLE IF NOT EXISTS grantlog_checkpoint (relation {text} PRIMARY "
+                    f"KEY, rows {big} NOT NULL, digest {text} NOT NULL)")
+        self._checksums = True
+
     def open(self, program: ir.Program) -> None:
         """Create the store's tables for ``program``, or check that an existing store fits
         it: tables for new relations are added; a changed relation, or a dropped one that
@@ -273,6 +340,7 @@ class Store(ABC):
             self._begin_write(cur)
             try:
                 self._create_meta(cur)
+                self._upgrade(cur)
                 cur.execute("SELECT relation, spec FROM grantlog_relations")
                 recorded: dict[str, tuple[str, int]] = {}
                 for rel, spec in cur.fetchall():
@@ -426,6 +494,43 @@ class Store(ABC):
             finally:
                 self._rollback(cur)
 
+    # -- verifying ------------------------------------------------------------------------------
+
+    def verify(self, limit: int = 20) -> Report:
+        """Check the tables against the change log, and each revision's log rows against the
+        checksum recorded when it committed (grantlog/store/verify.py): a :class:`Report`
+        whose ``problems`` say which relation, revision and facts are wrong (``limit`` facts
+        or rows of each at most). Reads the tables as ``grantlog_relations`` records them,
+        so it needs no rules."""
+        return verify_store(self, limit)
+
+    def _select_columns(self, table: str, columns: tuple[str, ...]) -> str:
+        return f"SELECT {', '.join(q(c) for c in columns) or 'present'} FROM {q(table)}"
+
+    def _table_digest(self, cur: Any, rel: str, columns: tuple[str, ...]) -> tuple[int, int]:
+        """(count, digest) of a relation's table, streamed."""
+        rows = self._stream(cur, self._select_columns("rel_" + rel, columns))
+        return digest(rel, rows if columns else (() for _ in rows))
+
+    def _table_rows(self, cur: Any, rel: str, columns: tuple[str, ...]) -> list[ir.Row]:
+        return [tuple(r) if columns else () for r in
+                self._stream(cur, self._select_columns("rel_" + rel, columns))]
+
+    def _log_of(self, cur: Any, rel: str) -> list[tuple[int, str]]:
+        """(sign, row) of ``rel``'s log rows in revision order."""
+        cur.execute(self._sql("SELECT sign, row FROM grantlog_log WHERE relation = ? "
+                              "ORDER BY revision"), (rel,))
+        return [(int(a), b) for a, b in cur.fetchall()]
+
+    def _logged_digest(self, cur: Any, revision: int, rel: str) -> int:
+        """The signed digest of the log rows ``revision`` wrote for ``rel`` (a bulk load's,
+        read back: which of its rows were new is decided by the database)."""
+        cur.execute(self._sql("SELECT sign, row FROM grantlog_log WHERE revision = ? AND "
+                              "relation = ?"), (revision, rel))
+        sums: dict[str, list[int]] = {}
+        add_log(((revision, rel, int(sign), text) for sign, text in cur.fetchall()), sums)
+        return sums.get(rel, [0, 0])[1]
+
     def _fetch_all(self, cur: Any, t: schema.Table) -> list[ir.Row]:
         cols = ", ".join(q(c) for c in t.columns) or "present"
         cur.execute(f"SELECT {cols} FROM {q(t.name)}")
@@ -506,7 +611,9 @@ class Store(ABC):
                 if not w.changed:
                     (self._commit if w.keep else self._rollback)(cur)
                     return
-                self._finish(cur, w.next, time.time(), w._added, w._removed)
+                self._finish(cur, w.next, time.time(), w._added, w._removed,
+                             None if w._digest is None or not self._checksums
+                             else hex64(w._digest))
                 w.committed = w.next
                 if w._added + w._removed >= ANALYZE_AFTER:
                     self._analyze(cur)
@@ -522,13 +629,20 @@ class Store(ABC):
         rev, hor = cur.fetchone()
         return int(rev), int(hor)
 
-    def _finish(self, cur: Any, revision: int, at: float, added: int, removed: int) -> None:
-        """The new head, the transaction's row, the wake-up signal; commit."""
+    def _finish(self, cur: Any, revision: int, at: float, added: int, removed: int,
+                digest: str | None = None) -> None:
+        """The new head, the transaction's row (with the checksum of its log rows, where the
+        store keeps them), the wake-up signal; commit."""
         cur.execute(self._sql("UPDATE grantlog_head SET revision = ? WHERE id = 1"),
                     (revision,))
-        cur.execute(self._sql("INSERT INTO grantlog_revisions (revision, committed_at, "
-                              "added, removed) VALUES (?, ?, ?, ?)"),
-                    (revision, at, added, removed))
+        if self._checksums:
+            cur.execute(self._sql("INSERT INTO grantlog_revisions (revision, committed_at, "
+                                  "added, removed, digest) VALUES (?, ?, ?, ?, ?)"),
+                        (revision, at, added, removed, digest))
+        else:
+            cur.execute(self._sql("INSERT INTO grantlog_revisions (revision, committed_at, "
+                                  "added, removed) VALUES (?, ?, ?, ?)"),
+                        (revision, at, added, removed))
         self._notify(cur, revision)
         self._commit(cur)
 
@@ -540,10 +654,18 @@ class Store(ABC):
 
     def compact(self, keep: int) -> int:
         """Drop the change log of all but the last ``keep`` transactions (their facts stay);
-        followers further behind reload. Returns the number of log rows removed."""
+        followers further behind reload. Returns the number of log rows removed.
+
+        The checkpoint moves to the new horizon first: the facts at the old one plus the
+        log rows dropped, per relation, as a count and a digest (so that :meth:`verify`
+        still checks the tables against what is left). Where the old checkpoint is not known
+        (a store compacted before checkpoints were kept), it is taken from the tables as they
+        are, minus the log kept after the horizon: from then on they are checked again."""
         with self.writing() as w:
             horizon = max(w.horizon, w.revision - max(keep, 0))
             cur = w.cur
+            self._upgrade(cur)
+            self._checkpoint(cur, w.horizon, horizon)
             cur.execute(self._sql("DELETE FROM grantlog_log WHERE revision <= ?"), (horizon,))
             removed = int(cur.rowcount or 0)
             cur.execute(self._sql("DELETE FROM grantlog_revisions WHERE revision <= ?"),
@@ -552,3 +674,40 @@ class Store(ABC):
                         (horizon,))
             w.keep = True
         return removed
+
+    def _checkpoint(self, cur: Any, old: int, new: int) -> None:
+        """Move the checkpoint from horizon ``old`` to ``new`` (see :meth:`compact`)."""
+        cur.execute("SELECT checkpoint FROM grantlog_head WHERE id = 1")
+        (at,) = cur.fetchone()
+        if at is not None and int(at) == old and new == old:
+            return
+        sums: dict[str, list[int]] = {}
+
+        def add(rel: str, n: int, d: int) -> None:
+            c = sums.setdefault(rel, [0, 0])
+            c[0] += n
+            c[1] += d
+
+        log = "SELECT revision, relation, sign, row FROM grantlog_log WHERE revision > "
+        if at is not None and int(at) == old:
+            cur.execute("SELECT relation, rows, digest FROM grantlog_checkpoint")
+            for rel, n, d in cur.fetchall():
+                add(rel, int(n), int(d, 16))
+            dropped: dict[str, list[int]] = {}
+            add_log(self._stream(cur, f"{log}{int(old)} AND revision <= {int(new)}"), dropped)
+            for rel, (n, d) in dropped.items():
+                add(rel, n, d)
+        else:  # not known: the tables as they are, the log after the horizon undone
+            cur.execute("SELECT relation, spec FROM grantlog_relations")
+            for rel, spec in cur.fetchall():
+                add(rel, *self._table_digest(cur, rel, self._parse_spec(spec)[0]))
+            kept: dict[str, list[int]] = {}
+            add_log(self._stream(cur, f"{log}{int(new)}"), kept)
+            for rel, (n, d) in kept.items():
+                add(rel, -n, -d)
+        cur.execute("DELETE FROM grantlog_checkpoint")
+        rows = [(rel, n, hex64(d)) for rel, (n, d) in sorted(sums.items()) if n or d & MASK]
+        if rows:
+            cur.executemany(self._sql("INSERT INTO grantlog_checkpoint (relation, rows, digest) "
+                                      "VALUES (?, ?, ?)"), rows)
+        cur.execute(self._sql("UPDATE grantlog_head SET checkpoint = ? WHERE id = 1"), (new,))

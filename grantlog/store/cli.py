@@ -8,12 +8,16 @@
     grantlog store log STORE [--since REV] [--limit N] [--derived REL --rules/--model ...]
     grantlog store stats STORE
     grantlog store compact STORE --keep N
+    grantlog store verify STORE [--limit N]
 
 ``load`` writes every fact of the data files (`.gl`, `.csv`, `.jsonl`, `.parquet`, or
 directories of them) as one transaction; ``dump`` writes the stored facts (``gl``: one file;
 the others: one file per relation in the directory OUT; Parquet is what ``grantlog spark
 run --input REL=OUT/REL.parquet`` reads). ``log --derived allowed`` replays each transaction
-and shows who gained and lost which permission.
+and shows who gained and lost which permission. ``verify`` checks the tables against the
+change log and each revision's log rows against its checksum (grantlog/store/verify.py):
+exit 0 when the store is sound, 1 when something is wrong (the report names the relation,
+the revision and the facts), 2 when the store cannot be opened or the command is wrong.
 """
 
 from __future__ import annotations
@@ -77,6 +81,10 @@ def add_parser(sub: Any) -> None:
     p = add("compact", "drop the change log of all but the last N transactions", None)
     p.add_argument("--keep", type=int, required=True, metavar="N")
     p.set_defaults(fn=cmd_compact)
+    p = add("verify", "check the tables against the change log (exit 1: corrupt)", None)
+    p.add_argument("--limit", type=int, default=20, metavar="N",
+                   help="show at most N facts or rows of each problem (default 20)")
+    p.set_defaults(fn=cmd_verify)
 
 
 def _program(a: argparse.Namespace, required: bool = True) -> ir.Program | None:
@@ -196,6 +204,20 @@ def cmd_compact(a: argparse.Namespace) -> int:
     _out(a, {"removed_log_rows": removed, "revision": rev, "horizon": hor},
          f"removed {removed:,} log rows; the log now starts after revision {hor}")
     return 0
+
+
+def cmd_verify(a: argparse.Namespace) -> int:
+    if a.limit < 0:
+        raise GrantlogError([error("bad-option", "--limit must be at least 0",
+                                   Span("<command line>", 0, 0, 0, 0))])
+    st = open_store(a.store, create=False)
+    try:
+        st.attach()
+        report = st.verify(a.limit)
+    finally:
+        st.close()
+    _out(a, report.to_dict(), report.render())
+    return 0 if report.ok else 1
 
 
 def cmd_log(a: argparse.Namespace) -> int:

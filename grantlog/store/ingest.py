@@ -14,7 +14,8 @@
   named as the relation's columns (else taken in order).
 
 A directory stands for the files in it. Each row is checked against the program's relations
-(arity, declared types): ``bad-fact`` names the file and line (or row).
+(arity, declared types): ``bad-fact`` names the file and line (or row); a fact of a relation
+that rules derive is refused (``derived-relation``) unless the rules mark it ``@writable``.
 """
 
 from __future__ import annotations
@@ -80,10 +81,21 @@ def _problem(program: ir.Program, rel: str, row: tuple[Any, ...]) -> str | None:
     return None
 
 
+def _bad(program: ir.Program, rel: str, row: tuple[Any, ...], span: Span) -> Diagnostic | None:
+    """What is wrong with a fact read at ``span``: a relation writes may not give facts of
+    (``derived-relation``), else ``bad-fact`` (:func:`_problem`); None when nothing."""
+    refused = program.write_refusal(rel, span)
+    if refused:
+        return refused
+    problem = _problem(program, rel, row)
+    return error("bad-fact", problem, span) if problem else None
+
+
 def _signature(program: ir.Program, rel: str) -> tuple[int, Any] | None:
-    """(arity, column types), the types ``"strings"`` when every column is a string."""
+    """(arity, column types), the types ``"strings"`` when every column is a string; None
+    for a relation that does not exist or that writes may not give facts of."""
     r = program.relations.get(rel)
-    if r is None:
+    if r is None or rel in program.read_only:
         return None
     return r.arity, "strings" if all(t == "string" for t in r.types) else r.types
 
@@ -121,8 +133,8 @@ def read_gl(path: str, program: ir.Program, text: str | None = None) -> Rows:
             ok = all(t is None or t == "any" or (t == "int") == isinstance(v, int)
                      for t, v in zip(sig[1], row, strict=True))
         if not ok:
-            errs.add(error("bad-fact", _problem(program, rel, row) or "bad fact",
-                           Span(path, no, col, no, col + len(rel))))
+            span = Span(path, no, col, no, col + len(rel))
+            errs.add(_bad(program, rel, row, span) or error("bad-fact", "bad fact", span))
             continue
         out.setdefault(rel, []).append(row)
     if rest is not None and any(x.strip() for x in rest):
@@ -143,9 +155,9 @@ def _read_rest(path: str, text: str, program: ir.Program, out: Rows, errs: _Erro
         if isinstance(st, ast.Clause) and st.is_fact and all(
                 isinstance(a, ast.Const) for a in st.head.args):
             row = tuple(a.value for a in st.head.args if isinstance(a, ast.Const))
-            problem = _problem(program, st.head.rel, row)
-            if problem:
-                errs.add(error("bad-fact", problem, st.head.span))
+            bad = _bad(program, st.head.rel, row, st.head.span)
+            if bad:
+                errs.add(bad)
             else:
                 out.setdefault(st.head.rel, []).append(row)
         else:
@@ -175,6 +187,9 @@ def _relation_for(path: str, program: ir.Program, relation: str | None) -> ir.Re
             "unknown-relation", f"relation `{rel}` does not exist in the rules",
             Span(path, 0, 0, 0, 0),
             "name the file after a relation (member.csv) or pass the relation")])
+    refused = program.write_refusal(rel, Span(path, 0, 0, 0, 0))
+    if refused:
+        raise GrantlogError([refused])
     return r
 
 
@@ -258,9 +273,9 @@ def read_jsonl(path: str, program: ir.Program, relation: str | None = None) -> R
                            Span(path, no, 1, no, 2)))
             continue
         row = tuple(obj)
-        problem = _problem(program, rel, row)
-        if problem:
-            errs.add(error("bad-fact", problem, Span(path, no, 1, no, 2)))
+        bad = _bad(program, rel, row, Span(path, no, 1, no, 2))
+        if bad:
+            errs.add(bad)
             continue
         out.setdefault(rel, []).append(row)
     errs.raise_if_any()

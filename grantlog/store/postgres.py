@@ -46,6 +46,8 @@ class PostgresStore(Store):
         self._pg = _psycopg()
         self._lock = threading.Lock()
         self._conn: Any = None
+        #: server-side cursors opened (each stream's name is new)
+        self._streams = 0
         with self._lock:
             self._connection()
 
@@ -128,12 +130,17 @@ class PostgresStore(Store):
         rev, hor = cur.fetchone()
         return int(rev), int(hor)
 
-    def _finish(self, cur: Any, revision: int, at: float, added: int, removed: int) -> None:
+    def _finish(self, cur: Any, revision: int, at: float, added: int, removed: int,
+                digest: str | None = None) -> None:
         r, a, n, m = int(revision), float(at), int(added), int(removed)
+        # the checksum is 16 hex digits of ours (verify.hex64): plain text too
+        d = "NULL" if digest is None else "'" + f"{int(digest, 16):016x}" + "'"
+        cols, vals = ("", "") if not self._checksums else (", digest", f", {d}")
         cur.execute(
             f"UPDATE grantlog_head SET revision = {r} WHERE id = 1; "
-            f"INSERT INTO grantlog_revisions (revision, committed_at, added, removed) "
-            f"VALUES ({r}, {a!r}, {n}, {m}); SELECT pg_notify('{CHANNEL}', '{r}'); COMMIT")
+            f"INSERT INTO grantlog_revisions (revision, committed_at, added, removed{cols}) "
+            f"VALUES ({r}, {a!r}, {n}, {m}{vals}); SELECT pg_notify('{CHANNEL}', '{r}'); "
+            "COMMIT")
 
     def _analyze(self, cur: Any) -> None:
         """Without statistics, a freshly loaded log is read by a sequential scan (a follower
@@ -145,6 +152,33 @@ class PostgresStore(Store):
 
     def _column_type(self, kind: str) -> str:
         return {"string": "TEXT", "int": "BIGINT"}.get(kind, "JSONB")
+
+    def _columns(self, cur: Any, table: str) -> set[str]:
+        """The columns of ``table`` as the search path finds it (as the queries do)."""
+        cur.execute("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND "
+                    "attnum > 0 AND NOT attisdropped", (q(table),))
+        return {str(r[0]) for r in cur.fetchall()}
+
+    def _add_column(self, cur: Any, table: str, definition: str) -> None:
+        # IF NOT EXISTS: two processes opening an older store at once both add it
+        cur.execute(f"ALTER TABLE {q(table)} ADD COLUMN IF NOT EXISTS {definition}")
+
+    def _stream(self, cur: Any, sql: str) -> Iterator[tuple[Any, ...]]:
+        """A server-side cursor, fetched 10,000 rows at a time."""
+        self._streams += 1
+        name = f"grantlog_stream_{self._streams}"
+        cur.execute(f"DECLARE {name} NO SCROLL CURSOR FOR {sql}")
+        try:
+            while True:
+                cur.execute(f"FETCH 10000 FROM {name}")
+                batch = cur.fetchall()
+                if not batch:
+                    return
+                yield from batch
+        finally:
+            if not cur.connection.broken and cur.connection.info.transaction_status == \
+                    self._pg.pq.TransactionStatus.INTRANS:
+                cur.execute(f"CLOSE {name}")
 
     def _params(self, t: schema.Table) -> tuple[str, Any]:
         """VALUES placeholders and a function encoding a row for them (jsonb as JSON text)."""

@@ -36,7 +36,7 @@ from grantlog.engine.reasoner import Changes, Delta, RevisionConflict, Transacti
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from grantlog.reasoner import Reasoner
 
-from . import Store, open_store
+from . import Store, check, open_store
 from .base import Revision
 
 #: a follower reads the log at least this often without a signal (seconds)
@@ -50,11 +50,15 @@ MERGE_ABOVE = 64
 class StoredReasoner(Reasoner):
     def __init__(self, program: ir.Program, watch: Iterable[str] | str = (),
                  backend: str = "memory", store: str | Store | None = None,
-                 follow: bool = True) -> None:
+                 follow: bool = True, verify: bool = False) -> None:
         super().__init__(program, watch)
         assert store is not None
-        self.store: Store = (open_store(store, program)
-                             if isinstance(store, str) else store)
+        if isinstance(store, str):
+            self.store: Store = open_store(store, program, verify=verify)
+        else:
+            self.store = store
+            if verify:
+                check(store)
         self._owns_store = isinstance(store, str)
         #: the rule files' facts per relation (visible whether or not the store has them)
         self._policy: dict[str, set[ir.Row]] = {}

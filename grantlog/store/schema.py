@@ -83,6 +83,11 @@ def compare(program: ir.Program, recorded: dict[str, tuple[str, int]],
             else:
                 drop.append(rel)
             continue
+        if rows and rel in program.read_only:  # facts no write could give now
+            diags.append(program.write_refusal(
+                rel, here, f"the store holds {rows} fact{'s' if rows != 1 else ''} of")
+                or error("derived-relation", rel, here))
+            continue
         want = table(relation).spec()
         if want != spec:
             diags.append(error(

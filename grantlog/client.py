@@ -2,16 +2,23 @@
 
 >>> c = grantlog.Client("http://127.0.0.1:8181", token="...")   # doctest: +SKIP
 >>> c.check("alice", "load_table", "m1.lakehouse.sales.orders")  # doctest: +SKIP
-Decision(allowed=True, reasons=(...), revision=1)
+RemoteDecision(allowed=True, reasons=(...), revision=1, warnings=())
 
 ``check``, ``query``, ``ask``, ``list``, ``who``, ``explain``, ``insert``, ``retract``,
 ``transaction`` and ``watch`` answer as an embedded :class:`grantlog.Reasoner` does (the same
-``Decision``, ``Answers`` and ``Changes``), so application code can move between embedded and
-remote. The client remembers the highest revision it wrote and passes it as
-``at_least_revision`` on its reads (read-your-writes across the service's workers). Errors the
-server reports come back as :class:`GrantlogError` with the server's diagnostics
-(:class:`RevisionConflict` for a compare-and-set conflict). Needs ``httpx``
-(``pip install 'grantlog[client]'``).
+``Decision``, as :class:`RemoteDecision` with the service's ``warnings``, ``Answers`` and
+``Changes``), so application code can move between embedded and remote. The client remembers
+the highest revision it wrote or saw and passes it as ``at_least_revision`` on its reads
+(read-your-writes across the service's workers). Errors the server reports come back as
+:class:`GrantlogError` with the server's diagnostics (:class:`RevisionConflict` for a
+compare-and-set conflict); a service that cannot be reached is a ``service-unavailable`` error
+and an answer that is not the service's JSON (a proxy's HTML error page) an ``http-STATUS`` or
+``bad-response`` one, from every method. The URL may carry a path prefix
+(``https://gw.example/grantlog``). Needs ``httpx`` (``pip install 'grantlog[client]'``).
+
+An operation no rule of the served model mentions is denied and reported: the decision's
+``warnings`` hold an ``unknown-operation`` diagnostic (a server started with ``--strict``
+answers 422 instead, raised as :class:`GrantlogError` with that code).
 """
 
 from __future__ import annotations
@@ -20,29 +27,73 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from grantlog.engine import ir
 from grantlog.engine.incremental import Change
 from grantlog.engine.reasoner import Answers, Changes, Decision, RevisionConflict
-from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, warning
+
+_SERVER = Span("<server>", 0, 0, 0, 0)
+
+
+def _excerpt(text: str) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= 200 else t[:200] + "..."
+
+
+def _diagnostic(d: Any, severity: str = "error") -> Diagnostic:
+    """One diagnostic of an answer (``{code, message, file?, line?, col?, help?, severity?}``)."""
+    if not isinstance(d, dict):
+        return error("bad-response", f"the answer holds `{d!r}` where a diagnostic belongs",
+                     _SERVER)
+    span = Span(d.get("file") or "<server>", d.get("line") or 0, d.get("col") or 0,
+                d.get("end_line") or 0, d.get("end_col") or 0)
+    make = warning if d.get("severity", severity) == "warning" else error
+    return make(str(d.get("code", "error")), str(d.get("message", "")), span, d.get("help"))
 
 
 def _diagnostics(body: Any, status: int) -> list[Diagnostic]:
     err = body.get("error", {}) if isinstance(body, dict) else {}
-    out = []
-    for d in err.get("diagnostics") or []:
-        span = Span(d.get("file") or "<server>", d.get("line") or 0, d.get("col") or 0,
-                    d.get("end_line") or 0, d.get("end_col") or 0)
-        diag = error(d.get("code", "error"), d.get("message", ""), span, d.get("help"))
-        if d.get("severity") == "warning":
-            diag = Diagnostic(diag.code, diag.message, span, "warning", diag.help)
-        out.append(diag)
-    if not out:
-        out.append(error(err.get("code", f"http-{status}"),
-                         err.get("message", f"the server answered {status}"),
-                         Span("<server>", 0, 0, 0, 0)))
+    err = err if isinstance(err, dict) else {}
+    out = [_diagnostic(d) for d in err.get("diagnostics") or []]
+    code = err.get("code", f"http-{status}")
+    if not any(d.code == code for d in out):  # the error's own code is among them
+        out.insert(0, error(code, err.get("message", f"the server answered {status}"),
+                            _SERVER))
     return out
+
+
+@dataclass(frozen=True, eq=False)
+class RemoteDecision(Decision):
+    """A :class:`Decision` from the service, with what the service reported about it:
+    ``warnings`` (``unknown-operation`` for an operation no rule mentions; in
+    :meth:`Client.check_many`, the error that made an item fail closed). Equal to the
+    embedded Reasoner's decision with the same ``allowed`` and ``reasons``, as ``revision``
+    is not part of equality."""
+
+    warnings: tuple[Diagnostic, ...] = ()
+
+    def warned(self, code: str) -> bool:
+        """Did the service report ``code`` about this decision?"""
+        return any(d.code == code for d in self.warnings)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Decision):
+            return NotImplemented
+        return (self.allowed, self.reasons) == (other.allowed, other.reasons)
+
+    def __hash__(self) -> int:
+        return hash((self.allowed, self.reasons))
+
+
+def _decision(item: dict[str, Any], revision: int) -> RemoteDecision:
+    warnings = [_diagnostic(w, "warning") for w in item.get("warnings") or []]
+    if isinstance(item.get("error"), dict):
+        warnings.append(_diagnostic(item["error"]))
+    return RemoteDecision(item["allowed"] is True, tuple(item.get("reasons") or ()), revision,
+                          tuple(warnings))
 
 
 class RemoteExplanation:
@@ -116,32 +167,70 @@ class Client:
 
     # -- plumbing -------------------------------------------------------------------------------
 
-    def _raise(self, resp: Any, sources: dict[str, str] | None = None) -> None:
+    def _raise(self, resp: Any, sources: dict[str, str] | None = None,
+               expected: int | None = None) -> None:
+        """Raise the error answer ``resp`` (read) as a :class:`GrantlogError`; a revision
+        conflict as :class:`RevisionConflict` of ``expected`` (the ``if_revision`` sent) and
+        the revision the server reports."""
         try:
             body = resp.json()
         except ValueError:
-            body = {}
+            raise GrantlogError([error(
+                f"http-{resp.status_code}", f"the server answered {resp.status_code} with a "
+                f"body that is not JSON: {_excerpt(resp.text)}", _SERVER)]) from None
         diags = _diagnostics(body, resp.status_code)
-        if resp.status_code == 409 and diags[0].code == "revision-conflict":
-            actual = body.get("revision", 0)
-            raise RevisionConflict(-1, actual)
+        if resp.status_code == 409 and diags[0].code == "revision-conflict" \
+                and expected is not None:
+            actual = body.get("revision") if isinstance(body, dict) else None
+            raise RevisionConflict(expected, actual if isinstance(actual, int) else -1)
         raise GrantlogError(diags, sources or {})
 
-    def _post(self, path: str, body: dict[str, Any]) -> Any:
-        return self._call("POST", path, body)
+    def _unavailable(self, exc: Exception) -> GrantlogError:
+        return GrantlogError([error("service-unavailable", f"cannot reach the service: {exc}",
+                                    Span(str(self._http.base_url), 0, 0, 0, 0))])
+
+    def _json(self, text: str) -> dict[str, Any]:
+        """A success's JSON object (``bad-response`` when it is not one)."""
+        try:
+            got = json.loads(text)
+        except ValueError:
+            got = None
+        if not isinstance(got, dict):
+            raise GrantlogError([error("bad-response", "the answer is not the service's JSON: "
+                                       f"{_excerpt(text)}", _SERVER)])
+        return got
+
+    def _post(self, path: str, body: dict[str, Any], expected: int | None = None) -> Any:
+        return self._call("POST", path, body, expected=expected)
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
               params: dict[str, str] | None = None,
-              sources: dict[str, str] | None = None) -> Any:
+              sources: dict[str, str] | None = None, expected: int | None = None) -> Any:
         try:
             resp = self._http.request(method, path, json=body, params=params)
         except self._httpx.HTTPError as exc:
-            raise GrantlogError([error("service-unavailable", f"cannot reach the service: "
-                                       f"{exc}", Span(str(self._http.base_url), 0, 0, 0, 0))]) \
-                from None
+            raise self._unavailable(exc) from None
         if resp.status_code >= 400:
-            self._raise(resp, sources)
-        return resp.json()
+            self._raise(resp, sources, expected)
+        return self._json(resp.text)
+
+    def _lines(self, method: str, path: str, **options: Any) -> Iterator[dict[str, Any]]:
+        """The JSON objects of an NDJSON answer as they arrive; a transport failure, before or
+        during the stream, is ``service-unavailable``; an ``{"error": ...}`` line raises it."""
+        try:
+            with self._http.stream(method, path, **options) as resp:
+                if resp.status_code >= 400:
+                    resp.read()
+                    self._raise(resp)
+                for line in resp.iter_lines():
+                    if not line.strip():
+                        continue
+                    item = self._json(line)
+                    if "error" in item:
+                        raise GrantlogError(_diagnostics(item, resp.status_code))
+                    yield item
+        except self._httpx.HTTPError as exc:
+            raise self._unavailable(exc) from None
 
     def _seen(self, revision: int) -> None:
         if revision > self.revision:
@@ -153,29 +242,30 @@ class Client:
     # -- reads ----------------------------------------------------------------------------------
 
     def check(self, subject: str, operation: str, resource: str,
-              at_least: int | None = None) -> Decision:
+              at_least: int | None = None) -> RemoteDecision:
         got = self._post("/v1/check", {"subject": subject, "operation": operation,
                                        "resource": resource,
                                        "at_least_revision": self._at_least(at_least)})
         if "error" in got:  # the service failed closed
-            raise GrantlogError([error(got["error"].get("code", "error"),
-                                       got["error"].get("message", ""),
-                                       Span("<server>", 0, 0, 0, 0))])
+            raise GrantlogError(_diagnostics(got, 200))
         self._seen(got["revision"])
-        return Decision(got["allowed"], tuple(got["reasons"]), got["revision"])
+        return _decision(got, got["revision"])
 
     def check_many(self, checks: Sequence[tuple[str, str, str]],
-                   at_least: int | None = None) -> list[Decision]:
-        """Many decisions in one request (the server's batch limit applies)."""
+                   at_least: int | None = None) -> list[RemoteDecision]:
+        """Many decisions in one request (the server's batch limit applies); an item the
+        service failed closed on is a deny whose ``warnings`` hold the error."""
         got = self._post("/v1/check/batch", {
             "checks": [{"subject": s, "operation": o, "resource": r} for s, o, r in checks],
             "at_least_revision": self._at_least(at_least)})
         rev = got["revision"]
-        return [Decision(x["allowed"], tuple(x["reasons"]), rev) for x in got["results"]]
+        self._seen(rev)
+        return [_decision(x, rev) for x in got["results"]]
 
     def query(self, goal: str, at_least: int | None = None) -> Answers[dict[str, ir.Value]]:
         got = self._post("/v1/query", {"goal": goal,
                                        "at_least_revision": self._at_least(at_least)})
+        self._seen(got["revision"])
         return Answers(got["answers"], got["revision"])
 
     def ask(self, goal: str, at_least: int | None = None) -> bool:
@@ -183,19 +273,16 @@ class Client:
 
     def _stream(self, path: str, body: dict[str, Any], key: str) -> Answers[ir.Value]:
         out: list[ir.Value] = []
-        revision = 0
-        with self._http.stream("POST", path, json=body) as resp:
-            if resp.status_code >= 400:
-                resp.read()
-                self._raise(resp)
-            for line in resp.iter_lines():
-                if not line:
-                    continue
-                item = json.loads(line)
-                if key in item:
-                    out.append(item[key])
-                else:
-                    revision = item["revision"]
+        revision = None
+        for item in self._lines("POST", path, json=body):
+            if key in item:
+                out.append(item[key])
+            elif isinstance(item.get("revision"), int):
+                revision = item["revision"]
+        if revision is None:  # the closing line never came: the answer is cut short
+            raise GrantlogError([error("bad-response", f"the answer of {path} ended before "
+                                       "its closing line", _SERVER)])
+        self._seen(revision)
         return Answers(out, revision)
 
     def list(self, subject: str, operation: str, type: str | None = None,
@@ -233,6 +320,7 @@ class Client:
     def explain(self, goal: str) -> RemoteExplanation:
         body = self._post("/v1/explain", {"goal": goal,
                                           "at_least_revision": self._at_least(None)})
+        self._seen(int(body.get("revision", 0)))
         return RemoteExplanation(self, goal, body)
 
     # -- writes ---------------------------------------------------------------------------------
@@ -254,7 +342,7 @@ class Client:
             body["watch"] = [watch] if isinstance(watch, str) else list(watch)
         if if_revision is not None:
             body["if_revision"] = if_revision
-        got = self._post("/v1/write", body)
+        got = self._post("/v1/write", body, expected=if_revision)
         tx.revision = got["revision"]
         self._seen(got["revision"])
         tx.changes = Changes({rel: Change({tuple(x) for x in c["gained"]},
@@ -282,13 +370,7 @@ class Client:
             params["since"] = since
         if relation is not None:
             params["relation"] = relation
-        with self._http.stream("GET", "/v1/watch", params=params, timeout=None) as resp:
-            if resp.status_code >= 400:
-                resp.read()
-                self._raise(resp)
-            for line in resp.iter_lines():
-                if line.strip():
-                    yield json.loads(line)
+        yield from self._lines("GET", "/v1/watch", params=params, timeout=None)
 
     # -- the policy -----------------------------------------------------------------------------
 

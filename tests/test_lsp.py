@@ -1,12 +1,16 @@
 """`grantlog lsp` end to end through the protocol (pytest-lsp starts the server as a
 subprocess and talks to it over stdio like an editor): diagnostics on open and change, across
-imports, equal to the CLI's; hover, definition, references, outline and formatting on the
-shipped rule files."""
+imports, equal to the CLI's, and lint's findings with them; hover, definition, references,
+outline and formatting on the shipped rule files; and docs/editor.md's Neovim configuration in
+a headless Neovim where one is installed."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
@@ -14,6 +18,7 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from grantlog.engine.compiler import compile_program
+from grantlog.engine.lint import lint
 from grantlog.grammar import format_text
 from grantlog.grammar.diagnostics import GrantlogError
 from lsprotocol import types as lsp
@@ -102,6 +107,51 @@ async def test_an_edit_in_an_import_rechecks_its_importers(client: LanguageClien
             text="rel member(user: string, group: string, since: int).\n")]))
     got = await _diagnostics(client, main, lambda ds: bool(ds))
     assert got[0].code == "arity-mismatch" and got[0].range.start.line == 1
+
+
+def _found(ds: Sequence[lsp.Diagnostic]) -> set[tuple[str, int, int]]:
+    return {(str(d.code), d.range.start.line + 1, d.range.start.character + 1) for d in ds}
+
+
+def _linted(path: Path) -> set[tuple[str, int, int]]:
+    """`grantlog lint PATH`'s findings in PATH: (code, line, col)."""
+    return {(d.code, d.span.line, d.span.col) for d in lint([str(path)])[0]
+            if d.span.file == str(path)}
+
+
+@pytest.mark.asyncio
+async def test_lint_findings_are_published_with_the_compilers(client: LanguageClient,
+                                                              tmp_path: Path) -> None:
+    """`grantlog lint`'s warnings, as the CLI finds them, beside the compiler's diagnostics:
+    those of each open file (an importer's check does not clear its import's), for files as
+    saved; while a file has unsaved edits its lint findings wait for the save."""
+    prelude, main = tmp_path / "prelude.gl", tmp_path / "main.gl"
+    prelude.write_text("rel member(user: string, group: string).\n"
+                       "rel unused_thing(x: string).\n")
+    main.write_text('import "prelude.gl".\nok(U) :- member(U, G).\n')
+    want_prelude, want_main = _linted(prelude), _linted(main)
+    assert ("unused-relation", 2, 1) in want_prelude
+    assert want_main == {("singleton-variable", 2, 20)}
+    puri = _open(client, prelude)  # checked first: main's check then publishes prelude too
+    muri = _open(client, main)
+    got = await _diagnostics(client, muri, lambda ds: bool(ds))
+    assert _found(got) == want_main and got[0].severity == lsp.DiagnosticSeverity.Warning
+    assert "appears only once" in got[0].message and "help: write `_`" in got[0].message
+    assert _found(client.diagnostics[puri]) == want_prelude
+    # unsaved: the compiler's diagnostics are live, lint's wait for the save
+    edited = 'import "prelude.gl".\nok(U) :- member(U, G).\nbad(X, Y) :- member(X, _).\n'
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        lsp.VersionedTextDocumentIdentifier(uri=muri, version=2),
+        [lsp.TextDocumentContentChangeWholeDocument(text=edited)]))
+    got = await _diagnostics(client, muri, lambda ds: any(d.code == "unsafe-variable"
+                                                          for d in ds))
+    assert {d.code for d in got} == {"unsafe-variable"}
+    main.write_text(edited)
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(
+        lsp.TextDocumentIdentifier(uri=muri)))
+    got = await _diagnostics(client, muri, lambda ds: len(ds) > 1)
+    assert _found(got) == _linted(main)  # the CLI's lint: the error and both singletons
+    assert {"singleton-variable", "unsafe-variable"} == {x[0] for x in _linted(main)}
 
 
 async def _hover(client: LanguageClient, uri: str, pos: lsp.Position) -> str:
@@ -271,3 +321,58 @@ async def test_code_lenses_run_tests_and_count_derivations(client: LanguageClien
     titles = sorted(x.command.title for x in lenses if x.command)
     assert "▶ run test — ✓ passed" in titles
     assert any(t.startswith("▶ run test — ✗ failed") for t in titles)
+
+
+NVIM_PROBE = r"""
+vim.o.hidden = true
+local out = {}
+for _, f in ipairs({ "rules/a.gl", "rules/b.gl" }) do
+  vim.cmd("edit " .. f)
+  table.insert(out, "filetype " .. vim.bo.filetype .. " waited " .. tostring(
+    vim.wait(30000, function() return #vim.diagnostic.get(0) > 0 end, 50)))
+end
+local clients = (vim.lsp.get_clients or vim.lsp.get_active_clients)()
+for _, c in ipairs(clients) do
+  table.insert(out, "client " .. c.name .. " " .. tostring(c.config.root_dir))
+end
+for _, d in ipairs(vim.diagnostic.get()) do
+  local code = d.code or (d.user_data and d.user_data.lsp and d.user_data.lsp.code)
+  table.insert(out, vim.fn.fnamemodify(vim.api.nvim_buf_get_name(d.bufnr), ":t") .. ":"
+    .. (d.lnum + 1) .. ":" .. (d.col + 1) .. " " .. tostring(code))
+end
+vim.fn.writefile(out, "probe.out")
+vim.cmd("qa!")
+"""
+
+
+def test_the_neovim_snippet_of_the_docs(tmp_path: Path) -> None:
+    """docs/editor.md's Neovim configuration, as written there, in a headless Neovim (0.7,
+    Debian 12's, or later; skipped without `nvim`): two files of a project share one client
+    rooted at the project, and get the compiler's and lint's diagnostics."""
+    nvim = shutil.which("nvim")
+    if nvim is None:
+        pytest.skip("no `nvim` on PATH (Debian: apt-get install neovim)")
+    snippet = re.search(r"```lua\n(.*?)```", (ROOT / "docs" / "editor.md").read_text(),
+                        re.S)
+    assert snippet is not None
+    (tmp_path / "init.lua").write_text(snippet.group(1))
+    (tmp_path / "probe.lua").write_text(NVIM_PROBE)
+    proj = tmp_path / "proj"
+    (proj / "rules").mkdir(parents=True)
+    (proj / "rules" / "a.gl").write_text("rel member(user: string, group: string).\n"
+                                         "ok(U) :- member(U, G).\nbad(X, Y) :- member(X, _).\n")
+    (proj / "rules" / "b.gl").write_text("rel unused_thing(x: string).\n")
+    bindir = os.path.dirname(sys.executable)  # where `grantlog` is installed with this Python
+    env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
+           "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    assert shutil.which("grantlog", path=env["PATH"]) is not None
+    run = subprocess.run([nvim, "--headless", "-u", str(tmp_path / "init.lua"),
+                          "-c", f"luafile {tmp_path / 'probe.lua'}"], cwd=proj, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "Error" not in run.stderr, run.stderr
+    got = (proj / "probe.out").read_text().splitlines()
+    assert got[:2] == ["filetype grantlog waited true"] * 2
+    assert got[2:3] == [f"client grantlog {proj}"]  # one client, at the project's root
+    assert sorted(got[3:]) == ["a.gl:2:20 singleton-variable", "a.gl:3:8 singleton-variable",
+                               "a.gl:3:8 unsafe-variable", "b.gl:1:1 unused-relation"]

@@ -3,8 +3,11 @@
 Everything comes from the compiler: diagnostics are ``compile_program``'s (the same codes,
 ranges and help as the CLI), checked with the editor's unsaved texts in place of the files
 (``compile_program(files=...)``), so an edit in ``prelude.gl`` re-checks the open files that
-import it; names, hovers, definitions, references and outlines come from the parser's AST
-(grantlog/lsp/index.py); formatting is ``grantlog fmt``'s. Checks run 150 ms after the last
+import it; with them, ``grantlog lint``'s findings (``engine.lint.lint``: singleton variables,
+unused relations, ...) of each open file that is as saved, it and the open files it reads
+(lint reads the disk: while a file differs, its lint findings wait for the save). Names,
+hovers, definitions, references and outlines come from the parser's AST
+(grantlog/lsp/index.py); formatting is ``grantlog fmt``'s. Checks run 75 ms after the last
 edit (:data:`DEBOUNCE`), all open files at once.
 """
 
@@ -21,6 +24,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from grantlog.engine.compiler import compile_program
+from grantlog.engine.lint import lint
 from grantlog.grammar import format_text
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError
 
@@ -57,6 +61,9 @@ class GrantlogServer(LanguageServer):
         self.root: str | None = None
         #: the last text of each file that parsed (names of a file being typed)
         self.parsed: dict[str, str] = {}
+        #: `grantlog lint`'s findings of each open file beyond the compiler's (from its last
+        #: check; published with whatever check publishes that file's diagnostics)
+        self.linted: dict[str, list[Diagnostic]] = {}
 
     # -- texts ----------------------------------------------------------------------------------
 
@@ -93,6 +100,8 @@ class GrantlogServer(LanguageServer):
             diags, sources = list(err.diagnostics), dict(err.sources)
         sources = {os.path.normpath(f): t for f, t in sources.items()}
         sources.setdefault(path, texts.get(path, ""))
+        if path in self.open_paths():  # not a file only looked into (a definition's)
+            self.linted[path] = _lint(path, texts, sources, diags)
         indexed = dict(sources)
         for ex in _examples(self, path):  # their facts' constants complete arguments
             text = _read(ex)
@@ -108,6 +117,8 @@ class GrantlogServer(LanguageServer):
         by_file: dict[str, list[lsp.Diagnostic]] = {f: [] for f in sources}
         for d in diags:
             by_file.setdefault(os.path.normpath(d.span.file), []).append(to_lsp(d))
+        for f, ds in by_file.items():  # the open files' lint findings, with their own
+            ds.extend(to_lsp(d) for d in self.linted.get(f, ()))
         before = self.published.get(path, set())
         for f in before - by_file.keys():
             by_file[f] = []
@@ -134,6 +145,22 @@ class GrantlogServer(LanguageServer):
     def name_at(self, uri: str, pos: lsp.Position) -> tuple[Index, Name | None]:
         path, index = self.index_for(uri)
         return index, index.at(path, pos.line + 1, pos.character + 1)
+
+
+def _lint(path: str, texts: dict[str, str], sources: dict[str, str],
+          compiled: list[Diagnostic]) -> list[Diagnostic]:
+    """``grantlog lint``'s findings in ``path`` that the compiler's ``compiled`` do not
+    already hold, when lint would read what the compiler read: ``path`` and every open file
+    among the ``sources`` it read are as saved on disk; none otherwise (lint reads the disk)."""
+    if any(_read(f) != texts[f] for f in {path, *sources} if f in texts):
+        return []
+    try:
+        found, _ = lint([path])
+    except GrantlogError:
+        return []
+    known = set(compiled)
+    return [d for d in found if d.severity != "error" and d not in known
+            and os.path.normpath(d.span.file) == path]
 
 
 def _read(path: str) -> str | None:
@@ -219,6 +246,7 @@ def did_save(ls: GrantlogServer, params: lsp.DidSaveTextDocumentParams) -> None:
 def did_close(ls: GrantlogServer, params: lsp.DidCloseTextDocumentParams) -> None:
     path = to_fs_path(params.text_document.uri) or params.text_document.uri
     ls.indexes.pop(path, None)
+    ls.linted.pop(path, None)
     for f in ls.published.pop(path, set()):
         ls.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=from_fs_path(f) or f, diagnostics=[]))

@@ -2,9 +2,11 @@ package io.grantlog;
 
 import java.io.IOException;
 import java.net.URI;
+import java.net.URLEncoder;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -24,13 +26,36 @@ import java.util.stream.Stream;
  * if (!d.allowed()) throw new ForbiddenException(d.toString());
  * }</pre>
  *
- * The client keeps the highest revision it wrote and sends it as {@code at_least_revision}, so
- * its reads include its own writes whichever worker answers. A failure to reach the service or
- * an error answer throws {@link GrantlogException}: the caller must deny (fail closed).
+ * The client keeps the highest revision it wrote or saw and sends it as
+ * {@code at_least_revision}, so its reads include its own writes whichever worker answers. A
+ * failure to reach the service, an error answer, or an answer that is not the service's JSON
+ * (a proxy's HTML error page) throws {@link GrantlogException}: the caller must deny (fail
+ * closed). The base URL may carry a path prefix ({@code https://gw.example/grantlog}): the
+ * endpoints are resolved under it.
+ *
+ * <p>An operation that no rule of the served model mentions (a typo such as
+ * {@code load_tabel}) is denied and reported: the {@link Decision}'s {@link Decision#warnings()}
+ * hold {@code unknown-operation}; a server started with {@code --strict} answers 422 instead,
+ * thrown as a {@link GrantlogException} whose {@link GrantlogException#code()} is
+ * {@code unknown-operation}.
  */
 public final class GrantlogClient {
-    /** One decision: allowed or not, the rules that decided it, the facts' revision. */
-    public record Decision(boolean allowed, List<String> reasons, long revision) {}
+    /**
+     * One decision: allowed or not, the rules that decided it, the facts' revision, and what
+     * the service reported about it ({@code unknown-operation}; in a batch, the error that made
+     * an item fail closed).
+     */
+    public record Decision(boolean allowed, List<String> reasons, long revision,
+                           List<Warning> warnings) {
+        /** Did the service report {@code code} about this decision? */
+        public boolean warned(String code) {
+            for (Warning w : warnings) if (w.code().equals(code)) return true;
+            return false;
+        }
+    }
+
+    /** A code ({@code unknown-operation}) and a message the service attached to a decision. */
+    public record Warning(String code, String message) {}
 
     /** One transaction's gained and lost rows of a watched relation (from the watch feed). */
     public record Change(long revision, String relation, List<List<Object>> gained,
@@ -72,8 +97,21 @@ public final class GrantlogClient {
         if (rev > revision) revision = rev;
     }
 
+    /** {@code path} under the base URL, its path prefix kept ({@code URI.resolve} of an
+     * absolute path would drop it). */
+    private URI endpoint(String path) {
+        String b = base.toString();
+        int cut = b.length();
+        while (cut > 0 && b.charAt(cut - 1) == '/') cut--;
+        return URI.create(b.substring(0, cut) + path);
+    }
+
+    private static String encode(String v) {
+        return URLEncoder.encode(v, StandardCharsets.UTF_8).replace("+", "%20");
+    }
+
     private HttpRequest.Builder request(String path) {
-        HttpRequest.Builder b = HttpRequest.newBuilder(base.resolve(path))
+        HttpRequest.Builder b = HttpRequest.newBuilder(endpoint(path))
                 .timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json");
         if (token != null) b.header("Authorization", "Bearer " + token);
         return b;
@@ -91,19 +129,66 @@ public final class GrantlogClient {
             Thread.currentThread().interrupt();
             throw new GrantlogException(0, "interrupted", e.toString());
         }
-        Map<String, Object> out = Json.object(Json.read(resp.body()));
-        if (resp.statusCode() >= 400) {
+        return answer(resp.statusCode(), resp.body());
+    }
+
+    /**
+     * The JSON object of an answer; an error status throws with the service's code and
+     * message, or, when the body is not the service's JSON (a proxy's HTML page),
+     * {@code http-STATUS} with the start of the body; a success that is not a JSON object
+     * throws {@code bad-response}.
+     */
+    private static Map<String, Object> answer(int status, String text) {
+        Object parsed;
+        try {
+            parsed = Json.read(text);
+        } catch (IllegalArgumentException e) {
+            if (status >= 400) {
+                throw new GrantlogException(status, "http-" + status, "the server answered "
+                        + status + " with a body that is not JSON: " + excerpt(text));
+            }
+            throw new GrantlogException(status, "bad-response", "the answer is not JSON ("
+                    + e.getMessage() + "): " + excerpt(text));
+        }
+        if (!(parsed instanceof Map)) {
+            throw new GrantlogException(status, status >= 400 ? "http-" + status : "bad-response",
+                    "the answer is not a JSON object: " + excerpt(text));
+        }
+        Map<String, Object> out = Json.object(parsed);
+        if (status >= 400) {
             Map<String, Object> err = Json.object(out.get("error"));
-            throw new GrantlogException(resp.statusCode(), String.valueOf(err.get("code")),
-                    String.valueOf(err.get("message")));
+            Object code = err.get("code");
+            Object message = err.get("message");
+            throw new GrantlogException(status,
+                    code instanceof String c ? c : "http-" + status,
+                    message instanceof String m ? m : "the server answered " + status);
         }
         return out;
     }
 
+    private static String excerpt(String text) {
+        String t = text.strip().replaceAll("\\s+", " ");
+        return t.length() > 200 ? t.substring(0, 200) + "..." : t;
+    }
+
+    /** A number field of an answer; {@code bad-response} when it is missing. */
+    private static long number(Map<String, Object> m, String key) {
+        if (m.get(key) instanceof Number n) return n.longValue();
+        throw new GrantlogException(200, "bad-response", "the answer has no `" + key + "`");
+    }
+
     private static Decision decision(Map<String, Object> m, long revision) {
         List<String> reasons = new ArrayList<>();
-        for (Object r : Json.array(m.get("reasons"))) reasons.add((String) r);
-        return new Decision(Boolean.TRUE.equals(m.get("allowed")), reasons, revision);
+        for (Object r : Json.array(m.get("reasons"))) reasons.add(String.valueOf(r));
+        List<Warning> warnings = new ArrayList<>();
+        for (Object w : Json.array(m.get("warnings"))) warnings.add(warning(Json.object(w)));
+        if (m.containsKey("error")) warnings.add(warning(Json.object(m.get("error"))));
+        return new Decision(Boolean.TRUE.equals(m.get("allowed")), List.copyOf(reasons),
+                revision, List.copyOf(warnings));
+    }
+
+    private static Warning warning(Map<String, Object> w) {
+        return new Warning(String.valueOf(w.get("code")), String.valueOf(w.get("message")));
     }
 
     /** Is {@code subject} allowed {@code operation} on {@code resource}? Fails closed. */
@@ -119,7 +204,7 @@ public final class GrantlogClient {
             throw new GrantlogException(200, String.valueOf(err.get("code")),
                     String.valueOf(err.get("message")));
         }
-        long rev = ((Number) out.get("revision")).longValue();
+        long rev = number(out, "revision");
         seen(rev);
         return decision(out, rev);
     }
@@ -138,7 +223,8 @@ public final class GrantlogClient {
         body.put("checks", items);
         body.put("at_least_revision", revision);
         Map<String, Object> out = post("/v1/check/batch", body);
-        long rev = ((Number) out.get("revision")).longValue();
+        long rev = number(out, "revision");
+        seen(rev);
         List<Decision> result = new ArrayList<>();
         for (Object r : Json.array(out.get("results"))) result.add(decision(Json.object(r), rev));
         return result;
@@ -154,7 +240,7 @@ public final class GrantlogClient {
         body.put("insert", insert);
         body.put("retract", retract);
         if (ifRevision >= 0) body.put("if_revision", ifRevision);
-        long rev = ((Number) post("/v1/write", body).get("revision")).longValue();
+        long rev = number(post("/v1/write", body), "revision");
         seen(rev);
         return rev;
     }
@@ -166,16 +252,22 @@ public final class GrantlogClient {
 
     /**
      * Read the watch feed (server-sent events) from after {@code since}, calling {@code onChange}
-     * for each transaction until it returns false.
+     * for each transaction until it returns false; {@code relation} (URL-encoded here) may be
+     * null for every watched relation.
      */
     public void watch(long since, String relation, Predicate<Change> onChange) {
-        HttpRequest req = request("/v1/watch?since=" + since + "&relation=" + relation)
+        String query = "?since=" + since
+                + (relation == null ? "" : "&relation=" + encode(relation));
+        HttpRequest req = request("/v1/watch" + query)
                 .timeout(Duration.ofMinutes(60)).GET().build();
         try {
             HttpResponse<Stream<String>> resp = http.send(req, HttpResponse.BodyHandlers.ofLines());
             if (resp.statusCode() >= 400) {
-                throw new GrantlogException(resp.statusCode(), "watch-failed",
-                        String.join("\n", resp.body().toList()));
+                String text;
+                try (Stream<String> lines = resp.body()) {
+                    text = String.join("\n", lines.toList());
+                }
+                answer(resp.statusCode(), text);  // throws, with the service's code
             }
             try (Stream<String> lines = resp.body()) {
                 var it = lines.iterator();
@@ -189,9 +281,10 @@ public final class GrantlogClient {
                     if (line.startsWith("event: ")) event = line.substring(7);
                     // only changes: "policy" events say the rules were replaced
                     if (!line.startsWith("data: ") || !event.equals("change")) continue;
-                    Map<String, Object> m = Json.object(Json.read(line.substring(6)));
-                    Change ch = new Change(((Number) m.get("revision")).longValue(),
-                            (String) m.get("relation"), rows(m.get("gained")), rows(m.get("lost")));
+                    Map<String, Object> m = answer(200, line.substring(6));
+                    Change ch = new Change(number(m, "revision"),
+                            String.valueOf(m.get("relation")), rows(m.get("gained")),
+                            rows(m.get("lost")));
                     if (!onChange.test(ch)) return;
                 }
             }
@@ -202,10 +295,9 @@ public final class GrantlogClient {
         }
     }
 
-    @SuppressWarnings("unchecked")
     private static List<List<Object>> rows(Object v) {
         List<List<Object>> out = new ArrayList<>();
-        for (Object r : Json.array(v)) out.add((List<Object>) r);
+        for (Object r : Json.array(v)) out.add(Json.array(r));
         return out;
     }
 }

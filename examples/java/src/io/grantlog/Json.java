@@ -5,7 +5,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-/** The JSON the client needs: objects, arrays, strings, numbers, booleans, null. */
+/**
+ * The JSON the client needs: objects, arrays, strings, numbers, booleans, null. {@link #read}
+ * throws {@link IllegalArgumentException} (with the position) for any text that is not JSON,
+ * an HTML error page of a proxy included, never another exception.
+ */
 final class Json {
     private final String s;
     private int i;
@@ -17,7 +21,22 @@ final class Json {
         j.ws();
         Object v = j.value();
         j.ws();
-        if (j.i != j.s.length()) throw new IllegalArgumentException("trailing text at " + j.i);
+        if (j.i != j.s.length()) throw j.bad("trailing text");
+        return v;
+    }
+
+    private IllegalArgumentException bad(String what) {
+        return new IllegalArgumentException("not JSON: " + what + " at " + i);
+    }
+
+    private char peek() {
+        if (i >= s.length()) throw bad("unexpected end");
+        return s.charAt(i);
+    }
+
+    private Object literal(String word, Object v) {
+        if (!s.startsWith(word, i)) throw bad("unexpected text");
+        i += word.length();
         return v;
     }
 
@@ -86,13 +105,13 @@ final class Json {
     }
 
     private Object value() {
-        char c = s.charAt(i);
+        char c = peek();
         switch (c) {
             case '{': {
                 Map<String, Object> m = new LinkedHashMap<>();
                 i++;
                 ws();
-                if (s.charAt(i) == '}') { i++; return m; }
+                if (peek() == '}') { i++; return m; }
                 while (true) {
                     ws();
                     String k = string();
@@ -101,7 +120,7 @@ final class Json {
                     ws();
                     m.put(k, value());
                     ws();
-                    if (s.charAt(i) == ',') { i++; continue; }
+                    if (peek() == ',') { i++; continue; }
                     expect('}');
                     return m;
                 }
@@ -110,35 +129,41 @@ final class Json {
                 List<Object> l = new ArrayList<>();
                 i++;
                 ws();
-                if (s.charAt(i) == ']') { i++; return l; }
+                if (peek() == ']') { i++; return l; }
                 while (true) {
                     ws();
                     l.add(value());
                     ws();
-                    if (s.charAt(i) == ',') { i++; continue; }
+                    if (peek() == ',') { i++; continue; }
                     expect(']');
                     return l;
                 }
             }
             case '"':
                 return string();
-            case 't': i += 4; return Boolean.TRUE;
-            case 'f': i += 5; return Boolean.FALSE;
-            case 'n': i += 4; return null;
+            case 't': return literal("true", Boolean.TRUE);
+            case 'f': return literal("false", Boolean.FALSE);
+            case 'n': return literal("null", null);
             default: {
                 int start = i;
                 while (i < s.length() && "+-0123456789.eE".indexOf(s.charAt(i)) >= 0) i++;
                 String num = s.substring(start, i);
-                if (num.contains(".") || num.contains("e") || num.contains("E")) {
-                    return Double.parseDouble(num);
+                if (num.isEmpty()) throw bad("unexpected text");
+                try {
+                    if (num.contains(".") || num.contains("e") || num.contains("E")) {
+                        return Double.parseDouble(num);
+                    }
+                    return Long.parseLong(num);
+                } catch (NumberFormatException e) {
+                    i = start;
+                    throw bad("bad number `" + num + "`");
                 }
-                return Long.parseLong(num);
             }
         }
     }
 
     private void expect(char c) {
-        if (s.charAt(i) != c) throw new IllegalArgumentException("expected " + c + " at " + i);
+        if (peek() != c) throw bad("expected " + c);
         i++;
     }
 
@@ -146,17 +171,27 @@ final class Json {
         expect('"');
         StringBuilder b = new StringBuilder();
         while (true) {
-            char c = s.charAt(i++);
+            char c = peek();
+            i++;
             if (c == '"') return b.toString();
             if (c != '\\') { b.append(c); continue; }
-            char e = s.charAt(i++);
+            char e = peek();
+            i++;
             switch (e) {
                 case 'n' -> b.append('\n');
                 case 't' -> b.append('\t');
                 case 'r' -> b.append('\r');
                 case 'b' -> b.append('\b');
                 case 'f' -> b.append('\f');
-                case 'u' -> { b.append((char) Integer.parseInt(s.substring(i, i + 4), 16)); i += 4; }
+                case 'u' -> {
+                    if (i + 4 > s.length()) throw bad("unexpected end");
+                    try {
+                        b.append((char) Integer.parseInt(s.substring(i, i + 4), 16));
+                    } catch (NumberFormatException x) {
+                        throw bad("bad \\u escape");
+                    }
+                    i += 4;
+                }
                 default -> b.append(e);
             }
         }

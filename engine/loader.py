@@ -9,6 +9,7 @@ from the search path).
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,28 +128,47 @@ class _Loader:
         self.done.add(real)
         self.out.modules.append(mod)
 
+    def _shipped(self, name: str) -> str | None:
+        """The search path's file for an import ``name`` that names one of its `.gl` files
+        (``gravitino.gl``, ``org/prelude.gl``), else None: an absolute name, a `..` or a file
+        that is not a rule file never leaves the search path's folders."""
+        norm = posixpath.normpath(name.replace("\\", "/"))
+        if (not norm.endswith(".gl") or norm.startswith(("/", "../")) or norm == ".."
+                or ":" in norm or "\0" in norm):
+            return None
+        for d in self.search_path:
+            root = d.resolve()
+            cand = (root / norm).resolve()
+            if cand.is_relative_to(root) and cand.is_file():
+                return str(d / norm)
+        return None
+
     def _import(self, st: ast.Import, base_dir: str) -> None:
-        candidates = [os.path.normpath(os.path.join(base_dir, st.path))]
-        candidates += [str(d / st.path) for d in self.search_path]
-        for i, cand in enumerate(candidates):
-            if self._exists(cand, disk=self.disk or i > 0):
-                real = self._real(cand)
-                on_stack = [n for r, n in self.stack]
-                reals = [r for r, n in self.stack]
-                if real in reals:
-                    cycle = [*on_stack[reals.index(real):], cand]
-                    self.out.diagnostics.append(
-                        error("import-cycle", f"import cycle: {' -> '.join(cycle)}", st.span,
-                              "remove one of the imports; shared rules belong in a third file")
-                    )
-                    return
-                self.load_file(cand, st.span)
-                return
-        where = ", ".join(f"`{c}`" for c in candidates)
-        self.out.diagnostics.append(
-            error("import-not-found", f"cannot find `{st.path}`", st.span,
-                  f"looked for {where}")
-        )
+        local = os.path.normpath(os.path.join(base_dir, st.path))
+        if self.disk:
+            candidates = [local] + [str(d / st.path) for d in self.search_path]
+            found = next((c for c in candidates if self._exists(c)), None)
+            where = ", ".join(f"`{c}`" for c in candidates)
+        else:  # only the given files, and the shipped models by name: no path is read
+            found = local if self._exists(local, disk=False) else self._shipped(st.path)
+            where = "the given files and the shipped models (`grantlog models` lists them)"
+        if found is None:
+            self.out.diagnostics.append(
+                error("import-not-found", f"cannot find `{st.path}`", st.span,
+                      f"looked for {where}")
+            )
+            return
+        real = self._real(found)
+        on_stack = [n for r, n in self.stack]
+        reals = [r for r, n in self.stack]
+        if real in reals:
+            cycle = [*on_stack[reals.index(real):], found]
+            self.out.diagnostics.append(
+                error("import-cycle", f"import cycle: {' -> '.join(cycle)}", st.span,
+                      "remove one of the imports; shared rules belong in a third file")
+            )
+            return
+        self.load_file(found, st.span)
 
 
 def load(

@@ -267,7 +267,7 @@ def test_tokens() -> None:
 
 
 def test_a_failure_while_deciding_is_a_deny() -> None:
-    from grantlog.service.app import _decide
+    from grantlog.service.decide import _decide
     from grantlog.service.metrics import Metrics
 
     class Broken:

@@ -3,14 +3,20 @@
 Tokens come from ``--tokens FILE`` (one ``TOKEN SCOPE[,SCOPE...]`` per line; ``#`` starts a
 comment) or the environment variable ``GRANTLOG_TOKENS`` (the same lines, separated by ``;``).
 Without tokens, reads are open and writes are refused (403) unless unauthenticated writes were
-allowed for local development. Tokens are compared in constant time (``hmac.compare_digest``)
-against every configured token, so the time taken does not tell which prefix matched.
+allowed for local development; admin operations (``PUT /v1/policy``) are refused without tokens,
+whatever the flags say. A tokens file that holds no token is an error (the server would
+otherwise run without authentication), and a tokens file that other users may read is warned
+about. Tokens are compared in constant time (``hmac.compare_digest``) against every configured
+token, so the time taken does not tell which prefix matched. The scheme ``Bearer`` is matched
+without regard to case (RFC 7235).
 """
 
 from __future__ import annotations
 
 import hmac
 import os
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
@@ -33,12 +39,13 @@ class Tokens:
         """200 when the request may act in ``scope``, else 401 (no or unknown token) or 403
         (a token without the scope, or writes without tokens)."""
         if not self.scopes:
-            if scope == "check" or self.allow_unauthenticated_writes:
+            if scope == "check" or (scope == "write" and self.allow_unauthenticated_writes):
                 return 200
-            return 403
-        if not header or not header.startswith("Bearer "):
+            return 403  # admin operations always need an admin token
+        scheme, _, credentials = (header or "").strip().partition(" ")
+        given = credentials.strip().encode("latin-1", "replace")
+        if scheme.lower() != "bearer" or not given:
             return 401
-        given = header[7:].strip().encode()
         found: frozenset[str] | None = None
         for token, scopes in self.scopes:  # every token compared, in constant time each
             if hmac.compare_digest(token, given):
@@ -67,17 +74,42 @@ def parse(text: str, where: str) -> list[tuple[bytes, frozenset[str]]]:
     return out
 
 
-def load(path: str | None, allow_unauthenticated_writes: bool = False) -> Tokens:
+def load(path: str | None, allow_unauthenticated_writes: bool = False,
+         warn: Callable[[str], object] | None = None) -> Tokens:
+    """The tokens of ``path`` and of ``$GRANTLOG_TOKENS``. A file or a variable that holds no
+    token is an error (``no-tokens``): running without authentication must be asked for by
+    giving neither. ``warn`` hears of a tokens file that other users may read."""
     entries: list[tuple[bytes, frozenset[str]]] = []
     if path:
         try:
             with open(path, encoding="utf-8") as f:
-                entries += parse(f.read(), path)
+                mode = os.fstat(f.fileno()).st_mode
+                found = parse(f.read(), path)
         except OSError as exc:
             raise GrantlogError([error("file-not-found", f"cannot read `{path}`: "
                                        f"{(exc.strerror or str(exc)).lower()}",
                                        Span(path, 0, 0, 0, 0))]) from None
+        except UnicodeDecodeError:
+            raise GrantlogError([error("bad-tokens", f"`{path}` is not UTF-8 text",
+                                       Span(path, 0, 0, 0, 0))]) from None
+        if not found:
+            raise _empty(path, "the file")
+        if mode & (stat.S_IRGRP | stat.S_IROTH | stat.S_IWGRP | stat.S_IWOTH) and warn:
+            warn(f"warning: the tokens file `{path}` may be read by other users "
+                 f"(mode {stat.S_IMODE(mode):o}); `chmod 600 {path}`")
+        entries += found
     env = os.environ.get("GRANTLOG_TOKENS")
     if env:
-        entries += parse(env, "$GRANTLOG_TOKENS")
+        found = parse(env, "$GRANTLOG_TOKENS")
+        if not found:
+            raise _empty("$GRANTLOG_TOKENS", "the variable")
+        entries += found
     return Tokens(tuple(entries), allow_unauthenticated_writes)
+
+
+def _empty(where: str, what: str) -> GrantlogError:
+    return GrantlogError([error(
+        "no-tokens", f"{what} `{where}` holds no token: the server would run without "
+        "authentication", Span(where, 0, 0, 0, 0),
+        "add a line `TOKEN SCOPE[,SCOPE...]` (scopes: check, write, admin), or give no "
+        "tokens at all to run without authentication (reads open, writes refused)")])

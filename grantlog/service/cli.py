@@ -51,10 +51,28 @@ def add_parser(sub: Any) -> None:
                     help="a field written as *** (e.g. input.subject); repeatable")
     sp.add_argument("--decision-log-max-bytes", type=int, default=100 * 2**20,
                     metavar="BYTES", help="rotate the log file at this size (5 kept)")
+    sp.add_argument("--decision-log-required", action="store_true",
+                    help="a decision whose log entry cannot be written fails (503); without "
+                    "it the decision is answered, the entry waits in memory and /readyz "
+                    "says 503 until the log takes writes again")
     sp.add_argument("--opa", action="append", metavar="MAPPING",
                     help="answer OPA's Data API (POST /v1/data/...) for a platform's plugin: "
                     "a shipped mapping (trino, polaris) or a mapping file (docs/opa.md); "
                     "repeatable")
+    sp.add_argument("--read-deadline", type=float, default=30.0, metavar="SECONDS",
+                    help="cancel a read (list, who, query, explain, filter, rows) that takes "
+                    "longer, answering 504 (default 30)")
+    sp.add_argument("--read-memory", type=int, default=2048, metavar="MIB",
+                    help="what one read may allocate beyond the worker's shared memory; more "
+                    "is answered 422 too-large (default 2048)")
+    sp.add_argument("--readers", type=int, default=2, metavar="N",
+                    help="reads answered at once per worker, each in a forked snapshot "
+                    "(default 2)")
+    sp.add_argument("--max-rows", type=int, default=1_000_000, metavar="N",
+                    help="answers an unpaged list, who or query may return; more is "
+                    "422 too-large (page with limit and cursor; default 1000000)")
+    sp.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                    help="close a connection whose request headers take longer (default 10)")
     sp.add_argument("--strict", action="store_true")
     sp.add_argument("--log-level", default="warning")
     sp.set_defaults(fn=cmd_serve)
@@ -89,12 +107,25 @@ def cmd_serve(a: argparse.Namespace) -> int:
                     watch=a.watch or [], decision_log=a.decision_log,
                     decision_log_sample=a.decision_log_sample,
                     decision_log_mask=a.decision_log_mask,
-                    decision_log_max_bytes=a.decision_log_max_bytes, opa=a.opa or [])
+                    decision_log_max_bytes=a.decision_log_max_bytes,
+                    decision_log_required=a.decision_log_required, opa=a.opa or [],
+                    read_deadline=a.read_deadline, read_memory=a.read_memory * 2**20,
+                    readers=a.readers, max_rows=a.max_rows)
+    for flag, value in (("--read-deadline", a.read_deadline), ("--read-memory", a.read_memory),
+                        ("--readers", a.readers), ("--max-rows", a.max_rows),
+                        ("--header-timeout", a.header_timeout)):
+        if not value > 0:
+            raise GrantlogError([error("bad-option", f"{flag} must be positive", here)])
     if not 0.0 <= a.decision_log_sample <= 1.0:
         raise GrantlogError([error("bad-option", "--decision-log-sample is a share from 0 to 1",
                                    here)])
-    ssl = {"ssl_certfile": a.ssl_certfile, "ssl_keyfile": a.ssl_keyfile} \
+    ssl: dict[str, Any] = {"ssl_certfile": a.ssl_certfile, "ssl_keyfile": a.ssl_keyfile} \
         if a.ssl_certfile else {}
+    from . import auth, protocol
+
+    # a tokens file without a token is refused here, before any worker starts
+    auth.load(a.tokens, a.allow_unauthenticated_writes, warn=lambda m: sys.stderr.write(m + "\n"))
+    os.environ[protocol.ENV] = str(a.header_timeout)  # read by the workers too
     if a.workers == 1:
         app = create_app(config)  # errors in the rules or the store surface here, exit 2
         program = app.state.service.program
@@ -102,7 +133,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
                          f"{program.digest}, listening on "
                          f"http{'s' if ssl else ''}://{a.host}:{a.port}\n")
         uvicorn.run(app, host=a.host, port=a.port, log_level=a.log_level,
-                    access_log=False, **ssl)
+                    access_log=False, http=protocol.PATH, **ssl)
         return 0
     # install the rules in the store (or find its policy) before starting the workers, which
     # read the store's newest policy: errors in the rules or the store surface here, exit 2
@@ -119,7 +150,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
     try:
         uvicorn.run("grantlog.service.app:from_env", factory=True, host=a.host, port=a.port,
                     workers=a.workers, log_level=a.log_level, access_log=False,
-                    **ssl)
+                    http=protocol.PATH, **ssl)
     finally:
         if shared is not None:
             shutil.rmtree(shared, ignore_errors=True)

@@ -30,11 +30,14 @@ def _post(summary: str, required: list[str], props: dict[str, Any],
 _ERRORS = {code: {"description": what, "content": {"application/json": {"schema": _ERROR}}}
            for code, what in (("400", "malformed JSON"), ("401", "no or unknown token"),
                               ("403", "the token lacks the scope"),
+                              ("408", "the body did not arrive in time"),
                               ("409", "compare-and-set conflict (`if_revision`)"),
                               ("413", "body or batch over the limit"),
-                              ("422", "bad input: the diagnostics say what"),
-                              ("503", "the store is unavailable"),
-                              ("504", "`at_least_revision` not reached in time"))}
+                              ("422", "bad input: the diagnostics say what; `too-large`: "
+                               "a read over its memory or row bound (page it)"),
+                              ("503", "the store is unavailable, or every reader is busy"),
+                              ("504", "`at_least_revision` not reached in time, or a read "
+                               "past its deadline"))}
 
 
 _POLICY = {"files": {"type": "object", "additionalProperties": _STR,
@@ -82,9 +85,9 @@ def document() -> dict[str, Any]:
                 {"subject": _STR, "operation": _STR, "type": _STR,
                  "sql": {"enum": ["sqlite", "postgres", "spark", "trino"]},
                  "layout": {"type": "object", "properties": {
-                     k: _STR for k in ("table", "id", "type", "parent", "path",
-                                       "path_separator")}},
-                 "at_least_revision": _REV},
+                     k: _STR for k in ("table", "schema", "catalog", "id", "type", "parent",
+                                       "path", "path_separator")}},
+                 "at_least_revision": _REV, "timeout_ms": {"type": "integer"}},
                 _json({"type": "object", "properties": {
                     "condition": {}, "sql": _STR, "revision": _REV}})),
             "/v1/data/{path}": _post(
@@ -98,7 +101,8 @@ def document() -> dict[str, Any]:
                                                                     "mermaid"]},
                                   "at_least_revision": _REV}, _json({"type": "object"})),
             "/v1/query": _post("answers to a goal in the rule language", ["goal"],
-                               {"goal": _STR, "at_least_revision": _REV},
+                               {"goal": _STR, "at_least_revision": _REV,
+                                "limit": {"type": "integer"}, "cursor": _STR},
                                _json({"type": "object"})),
             "/v1/write": _post("insert and retract base facts as one transaction", [],
                                {"insert": {"type": "object"}, "retract": {"type": "object"},

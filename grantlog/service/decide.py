@@ -1,0 +1,281 @@
+"""Decisions: ``POST /v1/check``, ``/v1/check/batch``, OPA's Data API (``/v1/data/...``) and
+the framework-free fast path of ``/v1/check`` (:class:`FastCheck`).
+
+Decisions are answered in the worker itself (a check is a point query: microseconds), failing
+closed: an error while deciding is a deny carrying the error. An explanation asked with a check
+is a read, answered in a snapshot (grantlog/service/snapshots.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from grantlog.engine import ir
+from grantlog.engine.columns import reach, suggestion
+from grantlog.grammar.diagnostics import GrantlogError, error
+
+from . import reads
+from .http import BODY_TIMEOUT, JSON, BadRequest, get_int, get_str, here, problem_body
+from .state import Service, endpoint
+
+
+def _decide(svc: Service, subject: str, operation: str, resource: str,
+            at_least: int | None) -> dict[str, Any]:
+    """One decision, failing closed: an error while deciding is a deny carrying it."""
+    try:
+        d = svc.reasoner.check(subject, operation, resource, at_least=at_least)
+    except GrantlogError as exc:
+        if exc.diagnostics and exc.diagnostics[0].code == "revision-timeout":
+            raise
+        svc.metrics.decided["error"].inc()
+        return {"allowed": False, "reasons": [], "revision": svc.reasoner.revision,
+                "error": {"code": exc.diagnostics[0].code if exc.diagnostics else "error",
+                          "message": str(exc)}}
+    except Exception as exc:  # fail closed, whatever went wrong
+        svc.metrics.decided["error"].inc()
+        return {"allowed": False, "reasons": [], "revision": svc.reasoner.revision,
+                "error": {"code": "internal-error", "message": f"{type(exc).__name__}: {exc}"}}
+    svc.metrics.decided["allow" if d.allowed else "deny"].inc()
+    out: dict[str, Any] = {"allowed": d.allowed, "reasons": list(d.reasons),
+                           "revision": d.revision}
+    if not d.allowed:
+        warning = unknown_operation(svc, operation)
+        if warning is not None:
+            out["warnings"] = [warning]
+    return out
+
+
+def unknown_operation(svc: Service, operation: str) -> dict[str, Any] | None:
+    """The ``unknown-operation`` warning of a denied check whose operation no rule, rule-file
+    fact or stored fact can ever put in the decision's operation column (a typo, not a
+    policy decision: engine/columns.py), else None."""
+    program = svc.program
+    try:
+        got = reach(program, program.decision, 1, operation)
+    except (KeyError, IndexError):  # no decision relation of three columns
+        return None
+    if got.static or any(svc.reasoner.holds_value(rel, col, operation)
+                         for rel, col in got.bases):
+        return None
+    near = suggestion(program, program.decision, 1, operation)
+    return {"code": "unknown-operation",
+            "message": f"no rule or fact knows the operation `{operation}`: the deny says "
+                       "nothing of the policy",
+            "help": f"did you mean `{near}`?" if near else None}
+
+
+def strict_unknown(svc: Service, answers: list[dict[str, Any]]) -> None:
+    """With ``--strict``, a check of an unknown operation is an error (422), not a deny."""
+    if not svc.config.strict:
+        return
+    for out in answers:
+        for w in out.get("warnings", ()):
+            if w["code"] == "unknown-operation":
+                raise BadRequest(422, "unknown-operation", w["message"],
+                                 [error("unknown-operation", w["message"], here("<request>"),
+                                        w["help"])])
+
+
+@endpoint("check", "check")
+async def check(svc: Service, request: Request) -> Response:
+    """POST /v1/check {subject, operation, resource, at_least_revision?, explain?}"""
+    data = await svc.body(request)
+    s, o, r = (get_str(data, k) for k in ("subject", "operation", "resource"))
+    assert s is not None and o is not None and r is not None
+    at_least = get_int(data, "at_least_revision")
+    t0 = time.perf_counter()
+    if (at_least is not None and at_least > svc.reasoner.revision) or data.get("explain"):
+        out = await run_in_threadpool(_decide, svc, s, o, r, at_least)
+        if data.get("explain"):
+            goal = ir.show_atom(svc.decision, (s, o, r))
+            out["explanation"] = await reads.explanation(svc, goal)
+    else:
+        out = _decide(svc, s, o, r, None)  # no thread hop
+    strict_unknown(svc, [out])
+    if svc.dlog is not None:
+        svc.dlog.log("check", svc.dlog.request_id(request.headers),
+                     {"subject": s, "operation": o, "resource": r},
+                     {k: v for k, v in out.items() if k != "explanation"}, t0,
+                     out["revision"])
+    return JSON(out)
+
+
+@endpoint("check_batch", "check")
+async def check_batch(svc: Service, request: Request) -> Response:
+    """POST /v1/check/batch {checks: [{subject, operation, resource}...], at_least_revision?}"""
+    data = await svc.body(request)
+    checks = data.get("checks")
+    if not isinstance(checks, list):
+        raise BadRequest(422, "bad-request", "`checks` must be a list")
+    if len(checks) > svc.config.max_batch:
+        raise BadRequest(413, "batch-too-large", f"{len(checks)} checks; the limit is "
+                         f"{svc.config.max_batch} per call")
+    triples = []
+    for i, c in enumerate(checks):
+        if not isinstance(c, dict) or not all(isinstance(c.get(k), str)
+                                              for k in ("subject", "operation", "resource")):
+            raise BadRequest(422, "bad-request", f"checks[{i}] needs string `subject`, "
+                             "`operation` and `resource`")
+        triples.append((c["subject"], c["operation"], c["resource"]))
+    at_least = get_int(data, "at_least_revision")
+
+    def run() -> dict[str, Any]:
+        if at_least is not None:
+            svc.reasoner.wait_for(at_least)
+        t0 = time.perf_counter()
+        results = [_decide(svc, s, o, r, None) for s, o, r in triples]
+        strict_unknown(svc, results)
+        revision = max((x["revision"] for x in results), default=svc.reasoner.revision)
+        dlog = svc.dlog
+        rid = dlog.request_id(request.headers) if dlog is not None else ""
+        for i, ((s, o, r), x) in enumerate(zip(triples, results, strict=True)):
+            if dlog is not None:
+                dlog.log("check_batch", f"{rid}/{i}", {"subject": s, "operation": o,
+                                                       "resource": r}, x, t0, x["revision"])
+            del x["revision"]
+        return {"results": results, "revision": revision}
+
+    return JSON(await run_in_threadpool(run))
+
+
+@endpoint("opa_data", "check")
+async def opa_data(svc: Service, request: Request) -> Response:
+    """POST /v1/data/{path} {input}: OPA's Data API for the mapped platforms (docs/opa.md):
+    ``{"result": ...}`` as the platform's plugin parses it, ``reason`` with a deny's why-not,
+    ``decision_id`` (the decision log's request id)."""
+    path = request.path_params["path"].strip("/")
+    got = svc.opa.get(path)
+    if got is None:
+        raise BadRequest(404, "not-found", f"no mapping serves the Data API path `{path}` "
+                         f"(served: {', '.join(sorted(svc.opa)) or 'none; start with --opa'})")
+    mapping, kind = got
+    data = await svc.body(request)
+    inp = data.get("input")
+    if not isinstance(inp, dict):
+        raise BadRequest(422, "bad-request", "the body is `{\"input\": {...}}`")
+    t0 = time.perf_counter()
+    if kind == "row_filters":  # a partial evaluation: off the event loop
+        ans = await run_in_threadpool(mapping.answer, kind, inp, svc.reasoner)
+    else:  # checks and lookups, as fast as /v1/check's: no thread hop
+        ans = mapping.answer(kind, inp, svc.reasoner)
+    revision = svc.reasoner.revision
+    rid = svc.dlog.request_id(request.headers) if svc.dlog is not None else ""
+    if svc.dlog is not None:
+        where = {"mapping": mapping.name, "path": path}
+        for i, d in enumerate(ans.decisions):
+            svc.dlog.log(f"opa:{path}", f"{rid}/{i}" if len(ans.decisions) > 1 else rid,
+                         {"subject": d.subject, "operation": d.operation,
+                          "resource": d.resource, "opa": where},
+                         {"allowed": d.allowed, "reasons": d.reasons}
+                         | ({"error": d.error} if d.error else {}), t0, revision)
+        if not ans.decisions:
+            svc.dlog.log(f"opa:{path}", rid, {"opa": where} | ans.detail,
+                         {"result": ans.result} | ({"reason": ans.reason} if ans.reason
+                                                   else {}), t0, revision)
+    for d in ans.decisions:
+        svc.metrics.decided["error" if d.error else "allow" if d.allowed else "deny"].inc()
+    out: dict[str, Any] = {"result": ans.result}
+    if ans.reason and kind != "allow_object":  # allow_object carries it in the result
+        out["reason"] = ans.reason
+    if rid:
+        out["decision_id"] = rid
+    return JSON(out)
+
+
+class FastCheck:
+    """``POST /v1/check`` without the framework: the body read, the token checked, the
+    decision made and the answer sent straight over ASGI (~40 µs less per check than through
+    Starlette's request, routing and response objects, which is most of a check's cost at 1M
+    tables). Anything else — other paths, ``explain``, ``at_least_revision``, bad input — goes
+    to the Starlette application (the body is replayed to it), which answers as documented."""
+
+    def __init__(self, app: Starlette, service: Service) -> None:
+        self.app = app
+        self.service = service
+        self.state = app.state
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/v1/check" or \
+                scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        svc = self.service
+        t0 = time.perf_counter()
+        chunks: list[bytes] = []
+        size = 0
+
+        async def read() -> None:
+            nonlocal size
+            while True:
+                message = await receive()
+                body = message.get("body", b"")
+                chunks.append(body)
+                size += len(body)
+                if not message.get("more_body") or size > svc.config.max_body:
+                    break
+
+        try:
+            await asyncio.wait_for(read(), BODY_TIMEOUT)
+        except TimeoutError:
+            out = orjson.dumps(problem_body(408, "request-timeout", "the body did not arrive "
+                                            f"within {BODY_TIMEOUT:g} s"))
+            await send({"type": "http.response.start", "status": 408,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(out)).encode()),
+                                    (b"connection", b"close")]})
+            await send({"type": "http.response.body", "body": out})
+            return
+        raw = b"".join(chunks)
+        data: Any = None
+        if size <= svc.config.max_body:
+            auth_header = None
+            for k, v in scope["headers"]:
+                if k == b"authorization":
+                    auth_header = v.decode("latin-1")
+            if svc.tokens.allows(auth_header, "check") == 200:
+                try:
+                    data = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    data = None
+        decided: dict[str, Any] | None = None
+        if (type(data) is dict and len(data) == 3 and type(data.get("subject")) is str
+                and type(data.get("operation")) is str and type(data.get("resource")) is str):
+            decided = _decide(svc, data["subject"], data["operation"], data["resource"], None)
+        if decided is not None and svc.config.strict and "warnings" in decided:
+            decided = None  # the slow path answers 422 unknown-operation
+        if decided is not None:
+            status = 200
+            if svc.dlog is not None:
+                rid = next((v.decode("latin-1") for k, v in scope["headers"]
+                            if k == b"x-request-id"), None)
+                try:
+                    svc.dlog.log("check", rid[:200] if rid else svc.dlog.request_id(None),
+                                 data, decided, t0, decided["revision"])
+                except GrantlogError as exc:  # --decision-log-required: fail closed
+                    d = exc.diagnostics[0]
+                    status, decided = 503, {"error": {"code": d.code, "message": d.message}}
+            out = orjson.dumps(decided)
+            await send({"type": "http.response.start", "status": status,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(out)).encode())]})
+            await send({"type": "http.response.body", "body": out})
+            svc.metrics.latency_of("check").observe(time.perf_counter() - t0)
+            return
+        sent = False
+
+        async def replay() -> Any:  # the slow path reads the body again
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)

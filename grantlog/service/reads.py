@@ -1,0 +1,290 @@
+"""Reads: ``POST /v1/list``, ``/v1/who``, ``/v1/query``, ``/v1/explain``, ``/v1/filter`` and
+``GET /v1/relations/{rel}``.
+
+The worker checks a read's input, waits for ``at_least_revision`` if asked, and hands the rest
+to a snapshot (grantlog/service/snapshots.py): the ``render_*`` functions below run there, in a
+forked copy of the worker, and return the response's status, media type and body, rendered.
+Every read is bounded: in time and memory by its snapshot, in rows here — an answer is either
+paged (``limit`` and ``cursor``: the ``next_cursor`` of the previous page) or, unpaged, at most
+``max_rows`` answers (more is ``422 too-large``, saying how to page). A read's body may ask a
+shorter deadline than the server's: ``timeout_ms``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from grantlog.engine import ir
+from grantlog.grammar.diagnostics import GrantlogError, Span, error
+
+from .http import BadRequest, cursor_value, get_int, get_str, here, nat
+from .snapshots import Renderer
+from .state import Service, endpoint
+
+#: the most answers one page may hold
+MAX_PAGE = 100_000
+NDJSON = "application/x-ndjson"
+JSON_TYPE = "application/json"
+
+Rendered = tuple[int, str, Iterable[bytes], dict[str, Any]]
+
+
+def _too_large(n: int, max_rows: int) -> GrantlogError:
+    return GrantlogError([error(
+        "too-large", f"the answer has {n} rows; an unpaged answer may have {max_rows}",
+        Span("<request>", 0, 0, 0, 0), "page it: `limit` (at most 100000 per page) and "
+        "`cursor` (the `next_cursor` of the previous page)")])
+
+
+def _page(values: list[Any], after: Any, limit: int | None) -> tuple[list[Any], Any]:
+    """``limit`` answers after ``after`` (None: from the first); the next page's cursor."""
+    start = 0
+    if after is not None:
+        try:
+            start = ir.position_after(values, after)
+        except TypeError:  # a cursor of another shape than the answers
+            raise GrantlogError([error("bad-request", "`cursor` is not one of this read's "
+                                       "(pass the `next_cursor` of its previous page)",
+                                       Span("<request>", 0, 0, 0, 0))]) from None
+    if limit is None:
+        limit = MAX_PAGE
+    page = values[start:start + limit]
+    more = start + limit < len(values)
+    return page, (page[-1] if more and page else None)
+
+
+def _answers(values: list[Any], revision: int, key: str, paged: bool, after: Any,
+             limit: int | None, max_rows: int, chunk: int) -> Rendered:
+    """A listing's answer: a page as one JSON object, or every answer as NDJSON lines (one
+    ``{key: value}`` each, then ``{"revision", "count"}``)."""
+    if paged:
+        page, last = _page(values, after, limit)
+        cursor = None if last is None else orjson.dumps(last).decode()
+        return 200, JSON_TYPE, [orjson.dumps({key + "s": page, "next_cursor": cursor,
+                                              "revision": revision})], \
+            {"size": len(page), "revision": revision, "next_cursor": cursor is not None}
+    if len(values) > max_rows:
+        raise _too_large(len(values), max_rows)
+
+    def lines() -> Iterator[bytes]:
+        for i in range(0, len(values), chunk):
+            yield b"".join(orjson.dumps({key: v}) + b"\n" for v in values[i:i + chunk])
+        yield orjson.dumps({"revision": revision, "count": len(values)}) + b"\n"
+
+    return 200, NDJSON, lines(), {"size": len(values), "revision": revision}
+
+
+# -- what the snapshots run (module-level functions: they travel by name) -----------------------
+
+def render_list(r: Any, subject: str, operation: str, type: str | None, within: str | None,
+                **page: Any) -> Rendered:
+    got = r.list(subject, operation, type, within)
+    return _answers(list(got), got.revision, "resource", **page)
+
+
+def render_who(r: Any, operation: str, resource: str, **page: Any) -> Rendered:
+    got = r.who(operation, resource)
+    return _answers(list(got), got.revision, "subject", **page)
+
+
+def render_query(r: Any, goal: str, paged: bool, after: Any, limit: int | None,
+                 max_rows: int, chunk: int) -> Rendered:
+    got = r.query(goal)
+    answers = list(got)
+    names = list(answers[0]) if answers else []
+    if paged:
+        rows = [tuple(a.values()) for a in answers]
+        page, last = _page(rows, after, limit)
+        return 200, JSON_TYPE, [orjson.dumps({
+            "answers": [dict(zip(names, row, strict=True)) for row in page],
+            "next_cursor": None if last is None else orjson.dumps(list(last)).decode(),
+            "revision": got.revision})], \
+            {"size": len(page), "revision": got.revision, "next_cursor": last is not None}
+    if len(answers) > max_rows:
+        raise _too_large(len(answers), max_rows)
+    return 200, JSON_TYPE, [orjson.dumps({"answers": answers, "revision": got.revision})], \
+        {"size": len(answers), "revision": got.revision}
+
+
+def render_explain(r: Any, goal: str, fmt: str) -> Rendered:
+    ex = r.explain(goal)
+    revision = r.revision
+    if fmt == "json":
+        body = {"holds": ex.holds, "explanation": ex.to_dict(), "revision": revision}
+    elif fmt == "tree":  # a check's explanation: the tree alone
+        body = ex.to_dict()
+    else:
+        text = {"text": ex.render, "dot": ex.to_dot, "mermaid": ex.to_mermaid}[fmt]()
+        body = {"holds": ex.holds, "explanation": text, "format": fmt, "revision": revision}
+    out = orjson.dumps(body)
+    return 200, JSON_TYPE, [out], {"size": len(out), "unit": "bytes", "revision": revision,
+                                   "holds": ex.holds}
+
+
+def render_filter(r: Any, subject: str, operation: str, type: str | None, layout: Any,
+                  dialect: str | None) -> Rendered:
+    f = r.filter(subject, operation, type)
+    out: dict[str, Any] = {"condition": f.to_dict()["condition"], "revision": f.revision}
+    if layout is not None and dialect is not None:
+        from grantlog.filters import to_sql
+
+        out["sql"] = to_sql(f, layout, dialect)
+    body = orjson.dumps(out)
+    return 200, JSON_TYPE, [body], {"size": len(body), "unit": "bytes", "revision": f.revision}
+
+
+def render_rows(r: Any, rel: str, after: Any, limit: int) -> Rendered:
+    rows = sorted(r.rows(rel), key=ir.row_key)
+    page, last = _page(rows, after, limit)
+    return 200, JSON_TYPE, [orjson.dumps({
+        "relation": rel, "rows": [list(x) for x in page],
+        "next_cursor": None if last is None else orjson.dumps(list(last)).decode(),
+        "revision": r.revision})], \
+        {"size": len(page), "revision": r.revision, "next_cursor": last is not None}
+
+
+# -- the worker's side -------------------------------------------------------------------------
+
+async def _run(svc: Service, request: Request | None, asked: dict[str, Any],
+               at_least: int | None, fn: Renderer, **args: Any) -> Response:
+    """Wait for ``at_least`` (if asked), then answer ``fn`` in a snapshot; log what was asked
+    and the answer's size (the decision log, when there is one and ``request``)."""
+    t0 = time.perf_counter()
+    if at_least is not None and at_least > svc.reasoner.revision:
+        await run_in_threadpool(svc.reasoner.wait_for, at_least)
+    timeout = get_int(asked, "timeout_ms")
+    reply = await svc.snapshots.run(svc.reasoner, svc.generation, fn,
+                                    None if timeout is None else timeout / 1000, **args)
+    if svc.dlog is not None and request is not None and reply.status == 200:
+        meta = dict(reply.meta)
+        size, revision = meta.pop("size", 0), meta.pop("revision", svc.reasoner.revision)
+        svc.dlog.log_read(request.url.path.removeprefix("/v1/").split("/")[0],
+                          svc.dlog.request_id(request.headers),
+                          {k: v for k, v in asked.items() if v is not None and k != "timeout_ms"},
+                          size, revision,
+                          t0, meta.pop("unit", "answers"), **meta)
+    if reply.media_type == NDJSON and reply.status == 200:
+        return StreamingResponse(reply.chunks, media_type=NDJSON)
+    body = b"".join([c async for c in reply.chunks])
+    return Response(body, status_code=reply.status, media_type=reply.media_type)
+
+
+def _paging(svc: Service, data: dict[str, Any], scalar: bool) -> dict[str, Any]:
+    """A read's paging arguments: ``paged`` when ``limit`` or ``cursor`` is given."""
+    limit = get_int(data, "limit")
+    after = cursor_value(data)
+    if after is not None and isinstance(after, tuple) == scalar:
+        raise BadRequest(422, "bad-request", "`cursor` is not one of this read's (pass the "
+                         "`next_cursor` of its previous page)")
+    return {"paged": limit is not None or after is not None, "after": after,
+            "limit": None if limit is None else min(limit, MAX_PAGE),
+            "max_rows": svc.config.max_rows, "chunk": svc.config.chunk}
+
+
+async def explanation(svc: Service, goal: str) -> Any:
+    """A check's explanation tree, made in a snapshot."""
+    response = await _run(svc, None, {}, None, render_explain, goal=goal, fmt="tree")
+    if response.status_code != 200:
+        raise BadRequest(response.status_code, "explain-failed",
+                         orjson.loads(response.body)["error"]["message"])
+    return orjson.loads(response.body)
+
+
+@endpoint("list", "check")
+async def list_(svc: Service, request: Request) -> Response:
+    """POST /v1/list {subject, operation, type?, within?, at_least_revision?, limit?, cursor?}"""
+    data = await svc.body(request)
+    s, o = get_str(data, "subject"), get_str(data, "operation")
+    typ, within = get_str(data, "type", False), get_str(data, "within", False)
+    paging = _paging(svc, data, True)
+    asked = {"subject": s, "operation": o, "type": typ, "within": within,
+             "limit": paging["limit"], "cursor": data.get("cursor"),
+             "timeout_ms": data.get("timeout_ms")}
+    return await _run(svc, request, asked, get_int(data, "at_least_revision"), render_list,
+                      subject=s, operation=o, type=typ, within=within, **paging)
+
+
+@endpoint("who", "check")
+async def who(svc: Service, request: Request) -> Response:
+    """POST /v1/who {operation, resource, at_least_revision?, limit?, cursor?}"""
+    data = await svc.body(request)
+    o, r = get_str(data, "operation"), get_str(data, "resource")
+    paging = _paging(svc, data, True)
+    asked = {"operation": o, "resource": r, "limit": paging["limit"],
+             "cursor": data.get("cursor"), "timeout_ms": data.get("timeout_ms")}
+    return await _run(svc, request, asked, get_int(data, "at_least_revision"), render_who,
+                      operation=o, resource=r, **paging)
+
+
+@endpoint("query", "check")
+async def query(svc: Service, request: Request) -> Response:
+    """POST /v1/query {goal, at_least_revision?, limit?, cursor?}"""
+    data = await svc.body(request)
+    goal = get_str(data, "goal")
+    paging = _paging(svc, data, False)
+    asked = {"goal": goal, "limit": paging["limit"], "cursor": data.get("cursor"),
+             "timeout_ms": data.get("timeout_ms")}
+    return await _run(svc, request, asked, get_int(data, "at_least_revision"), render_query,
+                      goal=goal, **paging)
+
+
+@endpoint("explain", "check")
+async def explain(svc: Service, request: Request) -> Response:
+    """POST /v1/explain {goal, format?: json|text|dot|mermaid, at_least_revision?}"""
+    data = await svc.body(request)
+    goal = get_str(data, "goal")
+    fmt = data.get("format", "json")
+    if fmt not in ("json", "text", "dot", "mermaid"):
+        raise BadRequest(422, "bad-request", "`format` is one of json, text, dot, mermaid")
+    return await _run(svc, request, {"goal": goal, "format": fmt,
+                                     "timeout_ms": data.get("timeout_ms")},
+                      get_int(data, "at_least_revision"), render_explain, goal=goal, fmt=fmt)
+
+
+@endpoint("filter", "check")
+async def filter_(svc: Service, request: Request) -> Response:
+    """POST /v1/filter {subject, operation, type?, sql?: sqlite|postgres|spark|trino,
+    layout?: {table, schema?, catalog?, id, type?, parent?, path?, path_separator?},
+    at_least_revision?, timeout_ms?}: the
+    condition a resource must meet (docs/filters.md), as JSON and, with ``sql`` and
+    ``layout``, as a WHERE condition over the caller's catalog table."""
+    data = await svc.body(request)
+    s, o = get_str(data, "subject"), get_str(data, "operation")
+    typ, dialect = get_str(data, "type", False), get_str(data, "sql", False)
+    layout = data.get("layout")
+    if (dialect is None) != (layout is None):
+        raise BadRequest(422, "bad-request", "`sql` and `layout` go together")
+    lay = None
+    if layout is not None and dialect is not None:
+        from grantlog.filters import Layout, check_dialect
+
+        lay = Layout.from_dict(layout, here("<request>"))
+        check_dialect(dialect)
+    asked = {"subject": s, "operation": o, "type": typ, "sql": dialect,
+             "layout_table": lay.table if lay is not None else None,
+             "timeout_ms": data.get("timeout_ms")}
+    return await _run(svc, request, asked, get_int(data, "at_least_revision"), render_filter,
+                      subject=s, operation=o, type=typ, layout=lay, dialect=dialect)
+
+
+@endpoint("relations", "check")
+async def relation_rows(svc: Service, request: Request) -> Response:
+    """GET /v1/relations/{rel}?limit=N&cursor=C: base facts, sorted, paged"""
+    rel = request.path_params["rel"]
+    params = request.query_params
+    limit = nat(params["limit"], "limit", MAX_PAGE) if "limit" in params else 1000
+    after = cursor_value({"cursor": params.get("cursor")})
+    if after is not None and not isinstance(after, tuple):
+        raise BadRequest(422, "bad-request", "`cursor` is not one of this read's (pass the "
+                         "`next_cursor` of its previous page)")
+    if rel not in svc.program.relations:
+        raise GrantlogError([error("unknown-relation", f"relation `{rel}` does not exist",
+                                   here("<request>"))])
+    return await _run(svc, None, {}, None, render_rows, rel=rel, after=after, limit=limit)

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev-spark-peers
 
 .PHONY: demo test lint typecheck unit grammar vsix docs-html bench bench-store bench-service \
-	bench-list bench-lsp bench-opa clean install
+	bench-list bench-lsp bench-opa bench-heavy clean install
 
 # the dev tools, the Spark extra (pyspark, graphframes-py) and the peer engines: `make test`
 # runs the Spark tests and checks the peers of the benchmarks against the oracle
@@ -93,6 +93,12 @@ bench-lsp: $(STAMP)
 bench-opa: $(STAMP)
 	command -v wrk >/dev/null || apt-get install -y wrk
 	$(BIN)/python benchmarks/opa_bench.py --write
+
+## Checks while one client runs the heaviest reads (issue 24): check p99 with and without it,
+## the heavy answers, the server's memory; 100k tables, 60 s per round (needs wrk).
+bench-heavy: $(STAMP)
+	command -v wrk >/dev/null || apt-get install -y wrk
+	$(BIN)/python benchmarks/heavy_read_bench.py --write
 
 clean:
 	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache .hypothesis .typecheck

@@ -315,7 +315,7 @@ F_VARS = ("X", "Y", "_", "_X", "Foo1", "LongVariableNameForWidth")
 F_IDENTS = ("a", "b", "alice", "m1", "x_Y2", "not", "rel", "test", "expect", "import")
 F_STRINGS = ("", "x y", 'q"t', "a\\b", "line\nbreak", "tab\tx", "é", "//no comment", "1",
              "a long string constant that pushes the clause past the line width of one hundred")
-F_INTS = (0, 7, -3, 12345678901234567890)
+F_INTS = (0, 7, -3, 9223372036854775807, -9223372036854775808)  # integers are 64-bit
 COMMENTS = ("// note", "//", "//x", "//// banner", "// trailing   ", "// } { . :- not")
 #: comments that would lex as doc comments where a statement may start
 DOC_LIKE = ("/// inner", "///")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, sort_diagnostics, warning
@@ -136,14 +137,18 @@ def _unknown_constants(u: Unit, program: ir.Program, data_files: Sequence[str]
     return out
 
 
-def lint(paths: Sequence[str], strict: bool = False, facts: Sequence[str] = ()
-         ) -> tuple[list[Diagnostic], dict[str, str]]:
+def lint(paths: Sequence[str], strict: bool = False, facts: Sequence[str] = (),
+         texts: Mapping[str, str] | None = None) -> tuple[list[Diagnostic], dict[str, str]]:
     """All diagnostics for the files, each file linted as its own program (with its imports
-    and the ``facts`` files, whose findings are reported too).
+    and the ``facts`` files, whose findings are reported too). ``texts``: files read from
+    memory instead of the disk (an editor's unsaved buffers), by path.
 
     Findings inside imported files are reported when those files are linted themselves.
     """
-    files, problems = expand_paths(list(paths))
+    given = {os.path.normpath(k) for k in texts or {}}
+    on_disk = [p for p in paths if os.path.normpath(p) not in given]
+    files, problems = expand_paths(on_disk)
+    files = [p for p in paths if os.path.normpath(p) in given] + files
     data, more = expand_paths(list(facts))
     if problems or more:
         raise GrantlogError(problems + more)
@@ -151,7 +156,7 @@ def lint(paths: Sequence[str], strict: bool = False, facts: Sequence[str] = ()
     seen: set[tuple[str, str, str]] = set()
     sources: dict[str, str] = {}
     for f in files:
-        loaded = load(None, [f, *[d for d in data if d != f]], "<input>")
+        loaded = load(None, [f, *[d for d in data if d != f]], "<input>", files=texts)
         sources.update(loaded.sources)
         if any(d.severity == "error" for d in loaded.diagnostics):
             diags += loaded.diagnostics

@@ -150,12 +150,9 @@ class GrantlogServer(LanguageServer):
 def _lint(path: str, texts: dict[str, str], sources: dict[str, str],
           compiled: list[Diagnostic]) -> list[Diagnostic]:
     """``grantlog lint``'s findings in ``path`` that the compiler's ``compiled`` do not
-    already hold, when lint would read what the compiler read: ``path`` and every open file
-    among the ``sources`` it read are as saved on disk; none otherwise (lint reads the disk)."""
-    if any(_read(f) != texts[f] for f in {path, *sources} if f in texts):
-        return []
+    already hold, on the open texts as they are now (saved or not)."""
     try:
-        found, _ = lint([path])
+        found, _ = lint([path], texts=texts)
     except GrantlogError:
         return []
     known = set(compiled)

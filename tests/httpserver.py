@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -19,15 +20,17 @@ def free_port() -> int:
 
 
 def serve(tmp: Path, *extra: str, env: dict[str, str] | None = None,
+          preexec_fn: Callable[[], None] | None = None,
           ) -> tuple[subprocess.Popen[bytes], str]:
     """``grantlog serve --port P *extra``, once it answers /healthz; its stderr goes to a
-    file in ``tmp`` (shown if it dies while starting)."""
+    file in ``tmp`` (shown if it dies while starting). ``preexec_fn``: run in the server's
+    process before it starts (resource limits, say)."""
     port = free_port()
     log = tmp / f"serve-{port}.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "grantlog.cli", "serve", "--port", str(port), *extra],
         stdout=subprocess.DEVNULL, stderr=open(log, "wb"),  # noqa: SIM115
-        env={**os.environ, "GRANTLOG_TOKENS": "", **(env or {})})
+        env={**os.environ, "GRANTLOG_TOKENS": "", **(env or {})}, preexec_fn=preexec_fn)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

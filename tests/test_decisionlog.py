@@ -265,50 +265,25 @@ def test_replay_skips_a_torn_last_line_with_a_warning(
     assert f"{log}:5:1: error[bad-log]" in capsys.readouterr().err
 
 
-# -- the service (once grantlog/service/app.py wires the log's health in) ----------------------
-
-def _wired() -> bool:
-    try:
-        from grantlog.service.app import Config
-    except ImportError:
-        return False
-    return "decision_log_required" in getattr(Config, "__dataclass_fields__", {})
-
+# -- the service --------------------------------------------------------------------------------
 
 def _serve_limited(tmp: Path, limit: int, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    from httpserver import free_port
-
-    port = free_port()
+    """A server whose files may not grow past ``limit`` bytes (its decision log fills up)."""
+    from httpserver import serve
 
     def limited() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "grantlog.cli", "serve", "--port", str(port), RULES, FACTS,
-         "--decision-log", str(tmp / "decisions.jsonl"), *extra],
-        stdout=subprocess.DEVNULL, stderr=open(tmp / "serve.log", "wb"),  # noqa: SIM115
-        env={**os.environ, "GRANTLOG_TOKENS": ""}, preexec_fn=limited)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError((tmp / "serve.log").read_text())
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("the server did not start")
+    return serve(tmp, RULES, FACTS, "--decision-log", str(tmp / "decisions.jsonl"), *extra,
+                 preexec_fn=limited)
 
 
 CHECK = {"subject": "alice", "operation": "load_table", "resource": "m1.lakehouse.sales.orders"}
 
 
-@pytest.mark.skipif(not LINUX or not _wired(), reason="Linux's prlimit; the service wiring "
-                    "(Config.decision_log_required)")
+@pytest.mark.skipif(not LINUX, reason="RLIMIT_FSIZE as Linux applies it")
 @pytest.mark.parametrize("required", [False, True])
 def test_the_service_says_when_its_log_fails(tmp_path: Path, required: bool) -> None:
     from httpserver import stop

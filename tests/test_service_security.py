@@ -302,26 +302,14 @@ def test_a_store_that_cannot_grow_makes_the_server_unready(tmp_path: Path) -> No
     from grantlog.cli import main
 
     assert main(["store", "init", store, "--rules", str(tmp_path / "policy.gl")]) == 0
-    port = free_port()
     limit = 1 << 20
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen([sys.executable, "-m", "grantlog.cli", "serve", "--port", str(port),
-                             str(tmp_path / "policy.gl"), "--store", store,
-                             "--allow-unauthenticated-writes"], preexec_fn=cap,
-                            stdout=subprocess.DEVNULL, stderr=log,
-                            env={**os.environ, "GRANTLOG_TOKENS": ""})
-    url = f"http://127.0.0.1:{port}"
+    proc, url = serve(tmp_path, str(tmp_path / "policy.gl"), "--store", store,
+                      "--allow-unauthenticated-writes", preexec_fn=cap)
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
         assert httpx.get(url + "/readyz").status_code == 200
         failed = None
         for n in range(200):
@@ -340,9 +328,7 @@ def test_a_store_that_cannot_grow_makes_the_server_unready(tmp_path: Path) -> No
         assert ready.json()["code"] == failed.json()["error"]["code"]
         assert "secret-name" not in ready.text
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
+        stop(proc)
 
 
 def test_a_snapshot_does_not_outlive_its_worker(tmp_path: Path) -> None:

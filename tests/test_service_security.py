@@ -413,3 +413,40 @@ def test_a_strict_server_refuses_unknown_operations(tmp_path: Path) -> None:
         assert info.value.diagnostics[0].code == "unknown-operation"
     finally:
         stop(proc)
+
+
+def test_a_busy_snapshot_gets_a_share_of_a_cpu(server: dict[str, Any]) -> None:
+    """--read-cpu (0.25 by default): a computing snapshot is stopped and continued in turn,
+    and runs at the idle priority."""
+    t = threading.Thread(target=lambda: httpx.post(
+        server["url"] + "/v1/query", json={"goal": ENDLESS, "timeout_ms": 2500},
+        headers={"Authorization": f"Bearer {CHECK}"}, timeout=30))
+    t.start()
+    seen: set[str] = set()
+    policies: set[str] = set()
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 2.0:
+        for p in _snapshots(server):
+            state = _state(p)
+            if state:
+                seen.add(state.split()[1])
+            with contextlib.suppress(OSError):
+                policies.add(Path(f"/proc/{p}/sched").read_text().split("policy")[1].split()[1])
+        time.sleep(0.003)
+    t.join()
+    assert {"T", "R"} <= seen, seen  # stopped (SIGSTOP) and running, in turn
+    assert "5" in policies, policies  # SCHED_IDLE (a child just forked is briefly still 0)
+
+
+def _snapshots(server: dict[str, Any]) -> list[int]:
+    """The server's snapshot processes (the children of the process serving its port)."""
+    port = server["url"].rsplit(":", 1)[1]
+    out: list[int] = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            cmd = (proc / "cmdline").read_bytes()
+            if b"serve" in cmd and f"{port}".encode() in cmd:
+                out += workers(int(proc.name))
+    return out

@@ -68,6 +68,10 @@ def add_parser(sub: Any) -> None:
     sp.add_argument("--readers", type=int, default=2, metavar="N",
                     help="reads answered at once per worker, each in a forked snapshot "
                     "(default 2)")
+    sp.add_argument("--read-cpu", type=float, default=0.25, metavar="SHARE",
+                    help="the share of a CPU a running read may use, 0.05 to 1 (default 0.25: "
+                    "reads take longer, checks keep their latency on a machine with no core "
+                    "to spare)")
     sp.add_argument("--max-rows", type=int, default=1_000_000, metavar="N",
                     help="answers an unpaged list, who or query may return; more is "
                     "422 too-large (page with limit and cursor; default 1000000)")
@@ -110,9 +114,10 @@ def cmd_serve(a: argparse.Namespace) -> int:
                     decision_log_max_bytes=a.decision_log_max_bytes,
                     decision_log_required=a.decision_log_required, opa=a.opa or [],
                     read_deadline=a.read_deadline, read_memory=a.read_memory * 2**20,
-                    readers=a.readers, max_rows=a.max_rows)
+                    readers=a.readers, max_rows=a.max_rows, read_cpu=a.read_cpu)
     for flag, value in (("--read-deadline", a.read_deadline), ("--read-memory", a.read_memory),
                         ("--readers", a.readers), ("--max-rows", a.max_rows),
+                        ("--read-cpu", a.read_cpu),
                         ("--header-timeout", a.header_timeout)):
         if not value > 0:
             raise GrantlogError([error("bad-option", f"{flag} must be positive", here)])

@@ -71,6 +71,8 @@ class Config:
     read_memory: int = 2 * 2**30
     #: reads answered at once (each in its own snapshot process)
     readers: int = 2
+    #: the share of a CPU a busy read may use (1: all it can get at the lowest priority)
+    read_cpu: float = 0.25
     #: answers a read may stream without paging (more: ``too-large``; page with ``limit``)
     max_rows: int = 1_000_000
     #: install ``rules`` in the store as its policy when starting (the command line's process;
@@ -93,7 +95,8 @@ class Service:
         self.tokens = auth.load(config.tokens, config.allow_unauthenticated_writes)
         self.redact = Redactor(config.store)
         #: forked snapshots answer the reads (grantlog/service/snapshots.py)
-        self.snapshots = Snapshots(config.read_deadline, config.read_memory, config.readers)
+        self.snapshots = Snapshots(config.read_deadline, config.read_memory, config.readers,
+                                   config.read_cpu)
         #: bumped on every policy swap: snapshots of an older generation hold an old reasoner
         self.generation = 0
         #: the last write's store failure (code, message, when: time.monotonic()), None once

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -206,5 +206,3 @@ def parse_object(raw: bytes) -> dict[str, Any]:
         raise BadRequest(400, "malformed-json", "the body must be a JSON object")
     return data
 
-
-Handler = Callable[[Any, Request], Awaitable[Response]]

@@ -25,10 +25,9 @@ from grantlog.store import StoredPolicy
 from grantlog.store.base import policy_conflict
 from grantlog.store.reasoner import StoredReasoner
 
-from . import auth, metrics, policy
+from . import auth, http, metrics, policy
 from .decisionlog import DecisionLog
-from .http import BadRequest, Redactor, diag_dict, here, parse_object, problem, read_body
-from .http import status_of as status_of
+from .http import BadRequest, Redactor, diag_dict, here, problem
 from .snapshots import Snapshots
 
 #: seconds readyz stays 503 after a write failed in the store
@@ -291,7 +290,7 @@ class Service:
     # -- request plumbing ---------------------------------------------------------------------
 
     async def body(self, request: Request) -> dict[str, Any]:
-        return parse_object(await read_body(request, self.config.max_body))
+        return http.parse_object(await http.read_body(request, self.config.max_body))
 
     def authorize(self, request: Request, scope: str) -> None:
         status = self.tokens.allows(request.headers.get("authorization"), scope)
@@ -335,7 +334,7 @@ def endpoint(name: str, scope: str | None) -> Callable[[Handler], Callable[[Requ
                                    **exc.extra)
             except GrantlogError as exc:
                 code, message, diags, rendered = svc.redact.error(exc)
-                status = status_of(code)
+                status = http.status_of(code)
                 if status == 503 and code.startswith("store-"):
                     svc.metrics.store_errors.inc()
                     if scope in ("write", "admin"):

@@ -578,7 +578,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 def profile(args: argparse.Namespace) -> None:
     """cProfile of the check path and the update path at one size, plus demand-call counts."""
     import gravitino_workload as gw
-    from grantlog.engine import demand as dm
+    from grantlog.engine.eval import demand as dm
 
     import grantlog
 
@@ -621,8 +621,8 @@ def profile(args: argparse.Namespace) -> None:
     print(f"  total {sum(calls.values()) / n:.1f} evaluations per decision")
 
     try:  # the join orders demand evaluation used (engine internals: best effort)
-        from grantlog.engine import ir
-        from grantlog.engine.plan import plan_bound
+        from grantlog.engine.core import ir
+        from grantlog.engine.plan.join import plan_bound
         print("\n== plans of the lookups demand evaluation ran (rule [bound vars]: steps, "
               "views unfolded, in statistics' order)")
         plans = r._plans

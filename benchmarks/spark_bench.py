@@ -190,7 +190,7 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
 def work_memory(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, Any]:
     limit = int(args.memory_limit_gb * 2**30)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    from grantlog.engine.magic import demand
+    from grantlog.engine.plan.magic import demand
     from grantlog.rules import model_path
     from grantlog.spark_bridge.evaluator import full_on_spark  # no pyspark import
 

@@ -3,10 +3,11 @@
 Imports flow one way: ``engine`` uses ``grammar`` and never ``spark_bridge`` or the public API.
 """
 
-from .compiler import compile_goal, compile_program
-from .explain import Explanation, Proof
-from .ir import Program
-from .reasoner import Answers, Changes, Decision, Reasoner, RevisionConflict, Transaction
+from .answer.explain import Explanation, Proof
+from .answer.reasoner import Reasoner
+from .compile.compiler import compile_goal, compile_program
+from .core.ir import Program
+from .core.results import Answers, Changes, Decision, RevisionConflict, Transaction
 
 __all__ = [
     "Answers",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from grantlog.client import Client
 from grantlog.engine import Answers, Decision, Explanation, Program, Proof, RevisionConflict
-from grantlog.engine.compiler import compile_program
+from grantlog.engine.compile.compiler import compile_program
 from grantlog.grammar import Diagnostic, GrantlogError, Span
 from grantlog.reasoner import Reasoner
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from grantlog.engine import compile_program
-from grantlog.engine.ir import Program, row_key, show_atom, show_value
-from grantlog.engine.lint import lint
-from grantlog.engine.loader import expand_paths, read_source
-from grantlog.engine.testing import Coverage, run_tests
-from grantlog.engine.whatif import diff_programs
+from grantlog.engine.answer.testing import Coverage, run_tests
+from grantlog.engine.answer.whatif import diff_programs
+from grantlog.engine.compile.lint import lint
+from grantlog.engine.compile.loader import expand_paths, read_source
+from grantlog.engine.core.ir import Program, row_key, show_atom, show_value
 from grantlog.grammar import format_text
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, render_all
 from grantlog.reasoner import Reasoner

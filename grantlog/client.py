@@ -30,9 +30,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from grantlog.engine import ir
-from grantlog.engine.incremental import Change
-from grantlog.engine.reasoner import Answers, Changes, Decision, RevisionConflict
+from grantlog.engine.core import ir
+from grantlog.engine.core.results import (
+    Answers,
+    Change,
+    Changes,
+    Decision,
+    RevisionConflict,
+    Transaction,
+    Writes,
+)
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, warning
 
 _SERVER = Span("<server>", 0, 0, 0, 0)
@@ -127,26 +134,7 @@ class RemoteExplanation:
         return self._fmt("mermaid")
 
 
-class RemoteTransaction:
-    """Collects inserts and retracts; sent as one ``/v1/write`` when the block ends."""
-
-    def __init__(self) -> None:
-        self.ops: dict[str, dict[ir.Row, bool]] = {}
-        self.changes = Changes({}, frozenset())
-        self.revision: int | None = None
-
-    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
-        ops = self.ops.setdefault(rel, {})
-        for row in rows:
-            ops[tuple(row)] = True
-
-    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
-        ops = self.ops.setdefault(rel, {})
-        for row in rows:
-            ops[tuple(row)] = False
-
-
-class Client:
+class Client(Writes):
     """A connection (keep-alive) to a grantlog decision service."""
 
     def __init__(self, url: str, token: str | None = None, timeout: float = 30.0,
@@ -327,11 +315,11 @@ class Client:
 
     @contextmanager
     def transaction(self, watch: Iterable[str] | str = (),
-                    if_revision: int | None = None) -> Iterator[RemoteTransaction]:
+                    if_revision: int | None = None) -> Iterator[Transaction]:
         """Inserts and retracts sent as one write when the block ends (nothing is sent if it
         raises); ``tx.changes`` holds the watched relations' changes (default: the server's
         watched relations), ``tx.revision`` the revision made."""
-        tx = RemoteTransaction()
+        tx = Transaction()
         yield tx
         body: dict[str, Any] = {
             "insert": {r: [list(row) for row, p in ops.items() if p]
@@ -349,16 +337,6 @@ class Client:
                                           {tuple(x) for x in c["lost"]})
                               for rel, c in got["changes"].items()},
                              frozenset(got["changes"]), got["revision"])
-
-    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
-        with self.transaction() as tx:
-            tx.insert(rel, rows)
-        return tx.changes
-
-    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
-        with self.transaction() as tx:
-            tx.retract(rel, rows)
-        return tx.changes
 
     def watch(self, since: int | None = None, relation: str | None = None,
               ) -> Iterator[dict[str, Any]]:

@@ -44,8 +44,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from grantlog.engine.conditions import Cond
-from grantlog.engine.residual import Residual, RowFilter
+from grantlog.engine.answer.conditions import Cond
+from grantlog.engine.answer.residual import Residual, RowFilter
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from grantlog.tomlfile import read_toml
 

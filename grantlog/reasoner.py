@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from grantlog import engine
-from grantlog.engine import ir
-from grantlog.engine.reasoner import Delta
+from grantlog.engine.core import ir
+from grantlog.engine.core.results import Delta
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from grantlog.engine.ir import Program, Row
+from grantlog.engine.core.ir import Program, Row
 
 from .schema import InputSpec, load_mapping, parse_input_arg
 
@@ -82,7 +82,7 @@ def run(
     per-stratum reports, the join plans used, the demand rewrite of a goal).
     ``materialize="all"`` checkpoints every stratum (row counts for every stratum in the
     reports). ``restrict``: with a goal, the derived relations computed on demand (default:
-    :func:`grantlog.engine.magic.default_restricted`; ``program.derived`` restricts all)."""
+    :func:`grantlog.engine.plan.magic.default_restricted`; ``program.derived`` restricts all)."""
     from .evaluator import run as _run
 
     return _run(program, spark, inputs, with_reasons=with_reasons, closure_strategy=closure,

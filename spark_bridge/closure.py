@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from grantlog.engine import ir
+from grantlog.engine.core import ir
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from grantlog.engine.ir import Value
+from grantlog.engine.core.ir import Value
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
 INT_MIN = -(2**63)

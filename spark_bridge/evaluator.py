@@ -35,10 +35,10 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from grantlog.engine import ir
-from grantlog.engine.codegen import compare
-from grantlog.engine.magic import Demand, demand
-from grantlog.engine.plan import Assign, Filter, NegCheck, RulePlan, Scan, is_anon
+from grantlog.engine.core import ir
+from grantlog.engine.core.terms import compare, is_anon
+from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan
+from grantlog.engine.plan.magic import Demand, demand
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
 from . import closure, encoding, planner, schema

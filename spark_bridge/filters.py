@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from grantlog.engine.conditions import Cond
-from grantlog.engine.residual import Residual
+from grantlog.engine.answer.conditions import Cond
+from grantlog.engine.answer.residual import Residual
 
 from grantlog.filters import Layout, layout_error
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from grantlog.engine import ir
-from grantlog.engine.plan import Assign, Filter, NegCheck, RulePlan, Scan, Step, is_anon
+from grantlog.engine.core import ir
+from grantlog.engine.core.terms import is_anon
+from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan, Step
 
 
 def _bound_term(t: ir.Term, bound: set[str]) -> bool:

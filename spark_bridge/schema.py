@@ -23,7 +23,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
-from grantlog.engine import ir
+from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 
 Kind = Literal["string", "int", "any"]

@@ -153,7 +153,7 @@ def test_reads_are_consistent_under_concurrent_writes(reasoner: grantlog.Reasone
 
 
 def test_demo_policy_tests_pass() -> None:
-    from grantlog.engine.testing import run_tests
+    from grantlog.engine.answer.testing import run_tests
 
     p = grantlog.compile(paths=["examples/demo/policy.gl"])
     results = run_tests(p)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import itertools
 
-from grantlog.engine.closure import Closure
-from grantlog.engine.demand import DemandPlans
+from grantlog.engine.eval.closure import Closure
+from grantlog.engine.eval.demand import DemandPlans
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -123,8 +123,8 @@ def test_walks_of_a_unique_index_follow_a_chain(up: dict[str, str], right: bool,
     self-loop: ``up`` maps a node to the one it leads to): the index the walk reads is
     unique, and the walk follows a chain (engine/closure.py ``walker``). Rows, and the rule
     recorded for each, equal the breadth-first walk's and materialization's."""
-    from grantlog.engine.closure import walk, walker
-    from grantlog.engine.database import UniqueIndex
+    from grantlog.engine.core.index import UniqueIndex
+    from grantlog.engine.eval.closure import walk, walker
 
     # forward: edge(X, Y) from X to up[X], walked from the first column; else edge(up[Y], Y)
     # walked back from the second

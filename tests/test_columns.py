@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from grantlog.engine.columns import (
+from grantlog.engine.compile.columns import (
     ColumnAnalysis,
     Suggester,
     can_hold,
@@ -20,7 +20,7 @@ from grantlog.engine.columns import (
     reach,
     suggestion,
 )
-from grantlog.engine.lint import lint
+from grantlog.engine.compile.lint import lint
 
 import grantlog
 from grantlog.cli import main

@@ -4,7 +4,8 @@ the row itself, an ordinary one a 1-tuple or a dict)."""
 
 from __future__ import annotations
 
-from grantlog.engine.database import Database, UniqueIndex
+from grantlog.engine.core.index import UniqueIndex
+from grantlog.engine.eval.database import Database
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -9,10 +9,10 @@ import itertools
 from pathlib import Path
 
 import pytest
-from grantlog.engine import ir
-from grantlog.engine.codegen import _interpreted, compile_keyed, generate, key_binding
-from grantlog.engine.demand import DemandPlans
-from grantlog.engine.plan import plan_bound
+from grantlog.engine.core import ir
+from grantlog.engine.eval.demand import DemandPlans
+from grantlog.engine.plan.codegen import _interpreted, compile_keyed, generate, key_binding
+from grantlog.engine.plan.join import plan_bound
 
 import grantlog
 
@@ -229,7 +229,7 @@ def test_lookup_functions_read_unique_and_ordinary_indexes() -> None:
     """A stored index with one row per key keeps the row bare (engine/database.py
     ``UniqueIndex``); generated lookup functions read it without its ``get``, and a view
     made after the index became ordinary reads that one."""
-    from grantlog.engine.database import UniqueIndex
+    from grantlog.engine.core.index import UniqueIndex
 
     text = ("rel parent(c, p).\nrel label(o, l).\n@demand rel up(c, l).\n"
             "up(C, L) :- parent(C, P), label(P, L).\n"

@@ -23,9 +23,9 @@ import pytest
 pytest.importorskip("pyDatalog")
 
 import strategies as gen
-from grantlog.engine import ir
-from grantlog.engine.pydatalog_backend import UNSUPPORTED, PyDatalogReasoner
-from grantlog.engine.reasoner import Changes
+from grantlog.engine.backends.pydatalog import UNSUPPORTED, PyDatalogReasoner
+from grantlog.engine.core import ir
+from grantlog.engine.core.results import Changes
 from hypothesis import event, given, note
 from hypothesis import strategies as st
 from test_pydatalog_backend import _within

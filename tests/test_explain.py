@@ -24,8 +24,8 @@ from collections.abc import Iterator
 import pytest
 import strategies as gen
 from conftest import ROOT, check_golden
-from grantlog.engine import ir
-from grantlog.engine.explain import Limits, WhyNot
+from grantlog.engine.answer.explain import Limits, WhyNot
+from grantlog.engine.core import ir
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 

@@ -271,7 +271,7 @@ def test_good_layouts_are_kept_exactly(tmp_path: Path) -> None:
     lay = Layout.from_dict({"table": " T ", "id": "user", "type": None, "schema": "S",
                             "catalog": None})
     assert lay == Layout(" T ", "user", schema="S")
-    from grantlog.engine.residual import Residual
+    from grantlog.engine.answer.residual import Residual
 
     one = Residual("u", "o", ("is", "x"), 0, None, None, None)
     assert select_sql(one, Layout(" T ", "user"), "postgres") == \
@@ -287,7 +287,7 @@ def test_good_layouts_are_kept_exactly(tmp_path: Path) -> None:
 
 
 def _residual(obj: str, chains: dict[str, tuple[str, ...]] | None = None) -> Any:
-    from grantlog.engine.residual import Residual
+    from grantlog.engine.answer.residual import Residual
 
     return Residual("u", "o", ("under", obj), 0, None, None, None, chains or {})
 

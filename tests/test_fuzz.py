@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 import strategies as gen
-from grantlog.engine.testing import run_tests
+from grantlog.engine.answer.testing import run_tests
 from grantlog.grammar import format_text
 from grantlog.grammar.parser import parse, parse_goal
 from hypothesis import HealthCheck, event, given, note, settings

@@ -6,7 +6,7 @@ rendering shows the relative path) and the output is compared with <name>.txt:
 - ``str(err)`` when compilation fails;
 - the rendered warnings when it succeeds (``unknown-relation`` outside strict mode);
 - ``*_strict.gl`` compiles with ``strict=True``;
-- ``lint_*.gl`` goes through ``grantlog.engine.lint.lint`` instead.
+- ``lint_*.gl`` goes through ``grantlog.engine.compile.lint.lint`` instead.
 
 imports/ holds multi-file inputs (import not found, import cycle); goals, a missing file and
 no input at all have their own goldens. Rewrite with ``GRANTLOG_UPDATE_GOLDENS=1``.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import GOLDEN_DIR, ROOT, check_golden
-from grantlog.engine.lint import lint
+from grantlog.engine.compile.lint import lint
 from grantlog.grammar.diagnostics import render_all
 
 import grantlog

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import strategies as gen
 from conftest import check_golden
-from grantlog.engine.ir import Row
-from grantlog.engine.reasoner import Transaction
+from grantlog.engine.core.ir import Row
+from grantlog.engine.core.results import Transaction
 from grantlog.grammar import ast
 from grantlog.grammar.parser import parse_goal
 from hypothesis import assume, given, note
@@ -137,7 +137,7 @@ def _all_virtual(text: str) -> grantlog.Program:
 def test_tabled_calls_run_once_per_round_of_their_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
     """Found by CI's derandomized run of the property test below: calls inside a cycle were
     re-evaluated from scratch at every call, 809,297 evaluations (7 s) for these 8 rows."""
-    from grantlog.engine.demand import Lookup
+    from grantlog.engine.eval.demand import Lookup
 
     text = ("rel r0(a, b, c).\n"
             "r0(0, Y, Y) :- r0(Y, X, X).\n"
@@ -163,7 +163,7 @@ def test_later_rounds_of_a_tabled_call_run_only_the_rules_that_recurse(
     """A tabled call repeats its rounds until nothing grew; a rule that reads nothing of its
     own component (`step`'s base case) gives the same rows every round, so it runs in the
     first round only, and the answers stay those of materialization."""
-    from grantlog.engine.demand import DemandPlans
+    from grantlog.engine.eval.demand import DemandPlans
 
     text = ("rel edge(a, b).\n"
             "base: reach(X, Y) :- edge(X, Y).\n"
@@ -256,7 +256,7 @@ def test_recursive_decision_relation_is_tabled() -> None:
 @given(st.data())
 def test_bulk_transactions_rebuild_and_report_the_difference(data: st.DataObject) -> None:
     """Big batches re-evaluate from scratch and diff; the feed must be the same."""
-    from grantlog.engine import reasoner as reasoner_module
+    from grantlog.engine.answer import reasoner as reasoner_module
 
     old = reasoner_module.BULK_MIN
     reasoner_module.BULK_MIN = 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grantlog.engine.conditions import mentioned
+from grantlog.engine.answer.conditions import mentioned
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -152,7 +152,7 @@ def test_unions_of_subtrees_meet() -> None:
     """Beside each other, two unions of subtrees become their intersection (the deeper of
     each pair where one holds the other), exactly: the catalogs a user may use beside the
     tables granted to them leave the tables."""
-    from grantlog.engine.hierarchy import Hierarchy, rollup
+    from grantlog.engine.answer.hierarchy import Hierarchy, rollup
 
     r = grantlog.Reasoner(_program())
     with r.transaction() as tx:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from grantlog.engine.compiler import compile_program
-from grantlog.engine.lint import lint
+from grantlog.engine.compile.compiler import compile_program
+from grantlog.engine.compile.lint import lint
 from grantlog.grammar import format_text
 from grantlog.grammar.diagnostics import GrantlogError
 from lsprotocol import types as lsp

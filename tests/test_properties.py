@@ -15,8 +15,8 @@ from pathlib import Path
 import naive
 import pytest
 import strategies as gen
-from grantlog.engine import ir
-from grantlog.engine.testing import run_tests
+from grantlog.engine.answer.testing import run_tests
+from grantlog.engine.core import ir
 from grantlog.grammar.formatter import format_module
 from grantlog.grammar.parser import parse, parse_goal
 from hypothesis import given, note

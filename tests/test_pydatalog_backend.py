@@ -16,12 +16,12 @@ import pytest
 
 pytest.importorskip("pyDatalog")
 
-from grantlog.engine.pydatalog_backend import (
+from grantlog.engine.backends.pydatalog import (
     REFUSED,
     UNSUPPORTED,
     PyDatalogReasoner,
 )
-from grantlog.engine.reasoner import Decision
+from grantlog.engine.core.results import Decision
 from pyDatalog import Logic, pyEngine
 
 import grantlog
@@ -370,7 +370,7 @@ def test_threads_each_with_and_without_pydatalog_state() -> None:
 
 def _raw(build: Callable[[Any, Any, Any], None], query: Any) -> Any:
     """Run ``build(literal, var, const)`` then ``query(...)`` in a private pyDatalog logic."""
-    from grantlog.engine.pydatalog_backend import _borrowed
+    from grantlog.engine.backends.pydatalog import _borrowed
 
     with _borrowed(None):
         Logic()

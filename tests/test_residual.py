@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from grantlog.engine import ir
-from grantlog.engine.residual import Residual
+from grantlog.engine.answer.residual import Residual
+from grantlog.engine.core import ir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -335,8 +335,8 @@ def test_the_walk_down_admits_what_the_condition_does(data: st.DataObject) -> No
     """``enumerate_admitted`` (by type below the nodes a condition does not name, in a tree;
     node by node in a graph) against the condition decided for every object, over random
     hierarchies: trees and graphs, untyped nodes, parents with one child."""
-    from grantlog.engine.conditions import compile_cond
-    from grantlog.engine.hierarchy import Hierarchy, enumerate_admitted
+    from grantlog.engine.answer.conditions import compile_cond
+    from grantlog.engine.answer.hierarchy import Hierarchy, enumerate_admitted
 
     n = data.draw(st.integers(1, 30), label="nodes")
     nodes = [f"n{i}" for i in range(n)]
@@ -393,8 +393,8 @@ entity(t1, table). entity(t2, table). entity(t3, table). entity(t4, table). enti
     (("and", (("or", (("is", "t1"), ("under", "s2"))), ("type", "table"))), {"t1", "t3", "t4"}),
 ])
 def test_the_walk_down_on_a_tree(cond: Any, want: set[str]) -> None:
-    from grantlog.engine.conditions import compile_cond
-    from grantlog.engine.hierarchy import Hierarchy, enumerate_admitted
+    from grantlog.engine.answer.conditions import compile_cond
+    from grantlog.engine.answer.hierarchy import Hierarchy, enumerate_admitted
 
     r = grantlog.Reasoner(grantlog.compile('import "prelude.gl".\n' + TREE, paths=[],
                                            filename="tree.gl"))
@@ -445,7 +445,7 @@ def test_filters_in_bulk_on_spark(tmp_path: Path, spark: Any) -> None:
     (``from_json``) keeps exactly what ``list`` answers."""
     import json
 
-    from grantlog.engine.conditions import from_json
+    from grantlog.engine.answer.conditions import from_json
     from grantlog.spark_bridge.cli import main
     from grantlog.spark_bridge.filters import to_column
 
@@ -497,8 +497,8 @@ def _refused(r: grantlog.Reasoner, s: Any, o: Any) -> bool:
 def test_simplifications_on_a_tree() -> None:
     """Roll-up and absorption (engine/residual.py ``rollup``) keep the condition's meaning:
     every object of the tree is decided the same before and after."""
-    from grantlog.engine.conditions import compile_cond
-    from grantlog.engine.hierarchy import Hierarchy, rollup
+    from grantlog.engine.answer.conditions import compile_cond
+    from grantlog.engine.answer.hierarchy import Hierarchy, rollup
 
     r = grantlog.Reasoner(grantlog.compile('import "prelude.gl".\n' + TREE, paths=[],
                                            filename="tree.gl"))

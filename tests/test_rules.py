@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from grantlog.engine.testing import run_test
+from grantlog.engine.answer.testing import run_test
 
 import grantlog
 

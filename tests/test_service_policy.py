@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from grantlog.engine.compiler import compile_program
+from grantlog.engine.compile.compiler import compile_program
 from grantlog.grammar.diagnostics import GrantlogError
 from httpserver import serve, stop, workers
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import strategies as gen
-from grantlog.engine import ir
+from grantlog.engine.core import ir
 from grantlog.rules import models
 from hypothesis import given, note, settings
 
@@ -47,7 +47,7 @@ def test_encoding_doctests() -> None:
 
 
 def test_encoding_orders_like_the_engine() -> None:
-    from grantlog.engine.codegen import compare
+    from grantlog.engine.core.terms import compare
 
     values: list[ir.Value] = [-(2**63), -10, -1, 0, 1, 9, 10, 2**63 - 1, "", "1", "B", "a",
                               "a b", "é"]

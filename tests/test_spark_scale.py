@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 import strategies as gen
-from grantlog.engine import ir
-from grantlog.engine.magic import default_restricted, demand
+from grantlog.engine.core import ir
+from grantlog.engine.plan.magic import default_restricted, demand
 from grantlog.rules import model_path
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
@@ -213,7 +213,7 @@ def check_reason(program: grantlog.Program, reasoner: grantlog.Reasoner, rel: st
 
 
 def _subst(lit: ir.Lit, s: dict[str, ir.Const]) -> ir.Lit:
-    from grantlog.engine.magic import _subst as subst
+    from grantlog.engine.plan.magic import _subst as subst
 
     return subst(lit, s)
 

@@ -5,8 +5,8 @@ stored facts about the key alone filter nothing."""
 
 from __future__ import annotations
 
-from grantlog.engine import ir
-from grantlog.engine.stats import SAMPLE, Statistics
+from grantlog.engine.core import ir
+from grantlog.engine.plan.stats import SAMPLE, Statistics
 
 import grantlog
 
@@ -129,7 +129,7 @@ def test_a_derived_membership_keeps_half_the_rows() -> None:
     pairs a listing asks about, though a random pair rarely. Estimated at 1 in 1,000, a plan
     enumerating the user's derived facts looked cheaper than a lookup per listed object (the
     query form of a schema's listing at 100k tables: 0.2 s → 1.5 s)."""
-    from grantlog.engine.stats import FILTER
+    from grantlog.engine.plan.stats import FILTER
 
     text = ("rel right(u, c).\nrel parent(c, s).\n"
             "in_schema(U, S) :- right(U, C), parent(C, S).\n")

@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from grantlog.engine import ir, symmetry
+from grantlog.engine.core import ir
+from grantlog.engine.eval import symmetry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

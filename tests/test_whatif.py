@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import GOLDEN_DIR, ROOT, check_golden
-from grantlog.engine.whatif import WhatIf, diff_programs
+from grantlog.engine.answer.whatif import WhatIf, diff_programs
 
 import grantlog
 from grantlog.cli import main

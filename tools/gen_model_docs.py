@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from grantlog.engine.modeldoc import model_page
+from grantlog.engine.compile.modeldoc import model_page
 from grantlog.rules import models
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "models"

@@ -62,7 +62,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from grantlog.engine.ir import show_atom
+from grantlog.engine.core.ir import show_atom
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 
 Facts = dict[str, set[tuple[str, ...]]]

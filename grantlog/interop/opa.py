@@ -47,7 +47,7 @@ from typing import Any
 import jmespath
 from jmespath.exceptions import JMESPathError
 
-from grantlog.engine.explain import Limits
+from grantlog.engine.answer.explain import Limits
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from grantlog.tomlfile import read_toml
 

@@ -23,8 +23,8 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from grantlog.engine.compiler import compile_program
-from grantlog.engine.lint import lint
+from grantlog.engine.compile.compiler import compile_program
+from grantlog.engine.compile.lint import lint
 from grantlog.grammar import format_text
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError
 
@@ -445,7 +445,7 @@ def _rule_counts(ls: GrantlogServer, path: str, texts: dict[str, str]) -> dict[s
     got = ls.rule_counts.get(key)
     if got is not None:
         return got
-    from grantlog.engine.reasoner import Reasoner
+    from grantlog.engine.answer.reasoner import Reasoner
 
     got = {}
     try:
@@ -495,7 +495,7 @@ def code_lens(ls: GrantlogServer, params: lsp.CodeLensParams) -> list[lsp.CodeLe
 def run_test_command(ls: GrantlogServer, uri: str, name: str) -> dict[str, Any]:
     """Run one test block of a file (arguments: its URI and the test's name); its lens then
     shows the result."""
-    from grantlog.engine.testing import run_tests
+    from grantlog.engine.answer.testing import run_tests
 
     path = to_fs_path(uri) or uri
     texts = ls.open_paths()

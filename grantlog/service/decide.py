@@ -18,8 +18,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from grantlog.engine import ir
-from grantlog.engine.columns import reach, suggestion
+from grantlog.engine.compile.columns import reach, suggestion
+from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError, error
 
 from . import reads

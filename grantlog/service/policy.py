@@ -19,8 +19,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from grantlog.engine import ir
-from grantlog.engine.compiler import compile_program
+from grantlog.engine.compile.compiler import compile_program
+from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from grantlog.store import StoredPolicy, open_store, schema
 

@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from grantlog.engine import ir
+from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from .http import BadRequest, cursor_value, get_int, get_str, here, nat

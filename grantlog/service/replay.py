@@ -17,7 +17,8 @@ import json
 import sys
 from typing import Any
 
-from grantlog.engine import compile_program, ir
+from grantlog.engine import compile_program
+from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError, Span, error, render_all, warning
 
 from . import MASK

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 
-from grantlog.engine import ir
+from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
 from .base import Revision, Store, StoredPolicy, Writer, store_error

@@ -28,7 +28,8 @@ import sys
 import time
 from typing import Any
 
-from grantlog.engine import compile_program, ir
+from grantlog.engine import compile_program
+from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError, Span, error, render_all
 from grantlog.rules import model_path, models
 

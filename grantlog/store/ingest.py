@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from grantlog.engine import ir
+from grantlog.engine.core import ir
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 from grantlog.grammar.facts import scan_lines, values

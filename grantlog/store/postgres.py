@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from grantlog.engine import ir
+from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
 from . import schema

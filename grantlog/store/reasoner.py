@@ -31,8 +31,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from grantlog.engine import ir
-from grantlog.engine.reasoner import Changes, Delta, RevisionConflict, Transaction
+from grantlog.engine.core import ir
+from grantlog.engine.core.results import Changes, Delta, RevisionConflict, Transaction
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from grantlog.reasoner import Reasoner
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grantlog.engine import ir
+from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import Diagnostic, Span, error
 
 #: the column kinds the stores know

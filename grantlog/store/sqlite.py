@@ -21,7 +21,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from grantlog.engine import ir
+from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
 from . import schema

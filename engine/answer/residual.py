@@ -33,7 +33,7 @@ from typing import Any
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
-from . import ir
+from ..core import ir
 from .conditions import FALSE, TRUE, Cond, Test, compile_cond, conj, disj, neg, row_holds, to_json
 from .hierarchy import Hierarchy, NoLift, lift, unnested
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, sort_diagnostics, warning
 
-from . import ir
-from .analysis import analyse
+from ..core import ir
+from ..plan.materialize import analyse
 from .checks import Unit, all_atoms, body_atoms, lit_vars, run_checks
 from .columns import ANY, ColumnAnalysis
 from .loader import expand_paths, load

@@ -48,10 +48,11 @@ from typing import Any
 
 from grantlog.grammar.diagnostics import Span
 
-from . import ir
-from .codegen import compare, solve
-from .demand import DemandContext
-from .plan import RulePlan, is_anon, plan_bound
+from ..core import ir
+from ..core.terms import compare, is_anon, unify
+from ..eval.demand import DemandContext
+from ..plan.codegen import solve
+from ..plan.join import RulePlan, plan_bound
 
 MAX_DEPTH = 200
 
@@ -829,20 +830,6 @@ def _ground_atom(lit: ir.Lit, env: Mapping[str, ir.Value]) -> tuple[str, ir.Row]
     if not all(isinstance(t, ir.Const) for t in terms):
         return None
     return lit.rel, tuple(t.value for t in terms if isinstance(t, ir.Const))
-
-
-def unify(head: ir.Atom, row: ir.Row) -> dict[str, ir.Value] | None:
-    env: dict[str, ir.Value] = {}
-    for t, v in zip(head.args, row, strict=True):
-        if isinstance(t, ir.Const):
-            if t.value != v:
-                return None
-        elif t.name in env:
-            if env[t.name] != v:
-                return None
-        else:
-            env[t.name] = v
-    return env
 
 
 def _ground(a: ir.Atom, env: Mapping[str, ir.Value]) -> ir.Row:

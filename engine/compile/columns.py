@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from . import ir
+from ..core import ir
 
 Column = tuple[str, int]
 

@@ -29,29 +29,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from . import ir
-from .codegen import RunFn, compile_plan, solve
+from ..core import ir
+from ..core.results import Change
+from ..core.terms import unify
+from ..plan.codegen import RunFn, compile_plan, solve
+from ..plan.join import RulePlan, plan_bound, plan_variant
 from .database import Database
 from .demand import DemandContext, DemandPlans, Memo
-from .explain import unify
-from .plan import RulePlan, plan_bound, plan_variant
 
 Rows = set[ir.Row]
 
 
-@dataclass
-class Change:
-    """Rows a relation gained and lost in one transaction."""
-
-    added: Rows = field(default_factory=set)
-    removed: Rows = field(default_factory=set)
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.removed)
 
 
 class OldRelation:

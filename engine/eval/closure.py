@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import ir
-from .database import stored_get
-from .plan import is_anon
+from ..core import ir
+from ..core.index import stored_get
+from ..core.terms import is_anon
 
 
 @dataclass(frozen=True)

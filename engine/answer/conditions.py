@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import ir
+from ..core import ir
 
 Cond = tuple[Any, ...]
 TRUE: Cond = ("true",)

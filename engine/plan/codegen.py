@@ -26,37 +26,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from . import ir
-from .database import stored_get
-from .plan import Assign, Filter, NegCheck, RulePlan, Scan, Step, is_anon
+from ..core import ir
+from ..core.index import stored_get
+from ..core.terms import _lt, compare, is_anon
+from .join import Assign, Filter, NegCheck, RulePlan, Scan, Step
 
 RunFn = Callable[..., None]
 #: a function compiled for a lookup: ``bind(F, I)`` -> ``run(O, B)`` (:func:`compile_keyed`)
 Binder = Callable[[Any, Any], Callable[[Any, Any], None]]
 MAX_LOOPS = 16
-
-
-def _lt(a: Any, b: Any) -> bool:
-    """Total order used by comparisons: integers before strings, then natural order."""
-    if type(a) is type(b):
-        return bool(a < b)
-    return isinstance(a, int)
-
-
-def compare(op: str, a: Any, b: Any) -> bool:
-    if op == "=":
-        return bool(a == b)
-    if op == "!=":
-        return bool(a != b)
-    if op == "<":
-        return _lt(a, b)
-    if op == "<=":
-        return a == b or _lt(a, b)
-    if op == ">":
-        return _lt(b, a)
-    if op == ">=":
-        return a == b or _lt(b, a)
-    raise ValueError(op)
 
 
 _CMP_EXPR = {

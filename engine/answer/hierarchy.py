@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import ir
+from ..core import ir
 from .conditions import FALSE, TRUE, Cond, Test, compile_cond, conj, disj, mentioned, neg
 
 
@@ -16,7 +16,7 @@ class Hierarchy:
     """The prelude's hierarchy read from a view's stored indexes (``contains``, ``entity``)."""
 
     def __init__(self, ctx: Any) -> None:
-        from .database import stored_get
+        from ..core.index import stored_get
 
         self._down = stored_get(ctx.base_index("contains", (0,)))
         self._up = stored_get(ctx.base_index("contains", (1,)))
@@ -35,7 +35,7 @@ class Hierarchy:
 
     def of_type(self, t: Any) -> list[Any]:
         """Every object of type ``t``."""
-        from .database import stored_get
+        from ..core.index import stored_get
 
         if self._by_type is None:
             self._by_type = stored_get(self._ctx.base_index("entity", (1,)))

@@ -14,8 +14,8 @@ from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, Span, error, warning
 from grantlog.grammar.parser import ANNOTATIONS
 
-from .codegen import compare
-from .ir import derived_relation
+from ..core.ir import derived_relation
+from ..core.terms import compare
 
 TYPES = ("string", "int", "any")
 

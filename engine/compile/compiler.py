@@ -9,8 +9,8 @@ from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 from grantlog.grammar.parser import parse_goal
 
-from . import ir
-from .analysis import analyse
+from ..core import ir
+from ..plan.materialize import analyse
 from .checks import Unit, bind_vars, check_body, run_checks
 from .loader import load
 from .lower import lower, lower_body

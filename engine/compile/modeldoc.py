@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import ir
+from ..core import ir
 from .compiler import compile_program
 
 

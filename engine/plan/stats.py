@@ -34,8 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-from . import ir
-from .plan import is_anon
+from ..core import ir
+from ..core.terms import is_anon
 
 #: (rows per lookup, work per lookup)
 Estimate = tuple[float, float]
@@ -240,7 +240,7 @@ class Statistics:
         if not cols:
             return None
         if rel not in self._closures:
-            from .closure import detect
+            from ..eval.closure import detect
 
             rules = self.rules.get(rel, ())
             self._closures[rel] = detect(rules, self.program) if len(rules) == 2 else None

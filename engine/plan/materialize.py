@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from grantlog.grammar.diagnostics import Diagnostic, Span, error
 
-from . import ir
+from ..core import ir
 
 
 def analyse(program: ir.Program) -> list[Diagnostic]:

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 from grantlog.grammar.diagnostics import Span
 
-from . import ir
-from .codegen import compile_plan
-from .plan import plan_bound
+from ..core import ir
+from ..plan.codegen import compile_plan
+from ..plan.join import plan_bound
 from .reasoner import Reasoner
 
 

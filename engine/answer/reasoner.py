@@ -15,21 +15,34 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
-from . import ir, symmetry
-from .codegen import Binder, RunFn, compile_keyed, compile_plan, solve
-from .compiler import compile_goal
+from ..compile.compiler import compile_goal
+from ..core import ir
+from ..core.index import stored_get
+from ..core.results import (
+    Answers,
+    Change,
+    Changes,
+    Decision,
+    Delta,
+    RevisionConflict,
+    Transaction,
+    Writes,
+)
+from ..eval import symmetry
+from ..eval.database import Database
+from ..eval.demand import DemandContext, DemandPlans, Memo
+from ..eval.incremental import Maintainer
+from ..eval.seminaive import EvalStats, Evaluator
+from ..plan.codegen import Binder, RunFn, compile_keyed, compile_plan, solve
+from ..plan.join import plan_bound
+from ..plan.stats import Statistics
 from .conditions import Cond, conj, disj
-from .database import Database, stored_get
-from .demand import DemandContext, DemandPlans, Memo
-from .evaluate import EvalStats, Evaluator
 from .explain import Explanation, Limits, Proof, Prover, WhyNot
 from .hierarchy import Hierarchy, enumerate_admitted, rollup, under_chains
-from .incremental import Change, Maintainer
-from .plan import plan_bound
 from .residual import (
     KNOWN,
     SYM,
@@ -40,7 +53,6 @@ from .residual import (
     row_relations,
     unsupported,
 )
-from .stats import Statistics
 
 INSERTED = "inserted at run time"
 #: a transaction touching at least BULK_MIN base rows and more than 1/BULK_RATIO of all base
@@ -65,49 +77,6 @@ class _ReasonPlan:
     #: per body atom of a derived relation: (relation, columns, terms there, its one rule
     #: when it is an unfolded view)
     premises: tuple[tuple[str, tuple[int, ...], tuple[ir.Term, ...], ir.Rule | None], ...]
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The answer to ``check``: allowed or not, the rules that decided it, and the revision
-    of the facts it saw (not part of equality: the same answer at two revisions is equal)."""
-
-    allowed: bool
-    reasons: tuple[str, ...] = ()
-    revision: int = field(default=0, compare=False)
-
-    def __bool__(self) -> bool:
-        return self.allowed
-
-
-_T = TypeVar("_T")
-
-
-class Answers(list[_T]):
-    """The answers of ``query``, ``list`` and ``who``: a list that also says the revision of
-    the facts it was answered at."""
-
-    __slots__ = ("revision",)
-
-    def __init__(self, items: Iterable[_T] = (), revision: int = 0) -> None:
-        super().__init__(items)
-        self.revision = revision
-
-
-class RevisionConflict(GrantlogError):
-    """A compare-and-set transaction (``if_revision=``) found another revision."""
-
-    def __init__(self, expected: int, actual: int) -> None:
-        super().__init__([error(
-            "revision-conflict",
-            f"the transaction expected revision {expected}, but the facts are at {actual}",
-            Span("<api>", 0, 0, 0, 0), "read again and retry against the new revision")])
-        self.expected = expected
-        self.actual = actual
-
-
-#: base facts to add and to remove, per relation (a transaction's net effect)
-Delta = dict[str, set[ir.Row]]
 
 
 @dataclass(frozen=True)
@@ -174,7 +143,7 @@ def _atom_args(lit: ir.Lit) -> tuple[ir.Term, ...]:
 BACKENDS = ("memory", "pydatalog")
 
 
-class Reasoner:
+class Reasoner(Writes):
     """Answers questions about a compiled program over base facts that change at run time."""
 
     def __new__(cls, program: ir.Program, watch: Iterable[str] | str = (),
@@ -185,7 +154,7 @@ class Reasoner:
             return super().__new__(cls)
         if backend == "pydatalog":
             try:  # an optional dependency, imported on first use
-                from .pydatalog_backend import PyDatalogReasoner
+                from ..backends.pydatalog import PyDatalogReasoner
             except ImportError as exc:
                 raise GrantlogError([error(
                     "missing-dependency", f"the pyDatalog backend needs pyDatalog ({exc})",
@@ -283,20 +252,6 @@ class Reasoner:
             out.append(row)
         return out
 
-    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
-        """Add base facts to ``rel`` (rows already present are ignored); returns the changes.
-        ``rel`` is a base relation, or a derived one marked ``@writable`` (else
-        ``derived-relation``, as for every write)."""
-        with self.transaction() as tx:
-            tx.insert(rel, rows)
-        return tx.changes
-
-    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
-        """Remove base facts from ``rel`` (rows not present are ignored); returns the changes."""
-        with self.transaction() as tx:
-            tx.retract(rel, rows)
-        return tx.changes
-
     @contextmanager
     def transaction(self, watch: Iterable[str] | str = (),
                     if_revision: int | None = None) -> Iterator[Transaction]:
@@ -319,7 +274,7 @@ class Reasoner:
         ``tx.revision`` is the revision the transaction made (the current one when it
         changed nothing).
         """
-        tx = Transaction(self)
+        tx = Transaction(self._rows)
         yield tx
         names = self._watched(watch)
         tx.changes = self._commit(tx, names | self._watch, if_revision)
@@ -1050,69 +1005,3 @@ class Reasoner:
             found = {row[0] for row in self._context().lookup(rel, (1, 2), (operation, resource))}
             revision = self.revision
         return Answers(sorted(found, key=ir.value_key), revision)
-
-
-class Transaction:
-    """Collects inserts and retracts; the last operation on a row wins."""
-
-    def __init__(self, reasoner: Reasoner) -> None:
-        self._reasoner = reasoner
-        self.ops: dict[str, dict[ir.Row, bool]] = {}
-        self.changes: Changes = Changes({}, frozenset())
-        #: the revision this transaction made (set when it commits)
-        self.revision: int | None = None
-
-    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
-        ops = self.ops.setdefault(rel, {})
-        for row in self._reasoner._rows(rel, rows):
-            ops[row] = True
-
-    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
-        ops = self.ops.setdefault(rel, {})
-        for row in self._reasoner._rows(rel, rows):
-            ops[row] = False
-
-
-@dataclass
-class Changes:
-    """What a transaction changed: per relation, the rows gained and lost (net)."""
-
-    by_relation: dict[str, Change]
-    derived_relations: frozenset[str] | set[str] = field(default_factory=frozenset)
-    #: the revision the transaction made (the one it found when it changed nothing)
-    revision: int = 0
-
-    def gained(self, rel: str) -> set[ir.Row]:
-        c = self.by_relation.get(rel)
-        return set(c.added) if c else set()
-
-    def lost(self, rel: str) -> set[ir.Row]:
-        c = self.by_relation.get(rel)
-        return set(c.removed) if c else set()
-
-    @property
-    def derived(self) -> dict[str, Change]:
-        """Changes of derived relations only (what rules concluded differently)."""
-        return {r: c for r, c in self.by_relation.items() if r in self.derived_relations}
-
-    def __bool__(self) -> bool:
-        return bool(self.by_relation)
-
-    def lines(self, derived_only: bool = False) -> list[str]:
-        """DDlog-style lines: ``+rel(...)`` gained, ``-rel(...)`` lost, sorted."""
-        out: list[str] = []
-        items = self.derived if derived_only else self.by_relation
-        for rel in sorted(items):
-            c = items[rel]
-            out += [f"-{ir.show_atom(rel, r)}" for r in sorted(c.removed, key=ir.row_key)]
-            out += [f"+{ir.show_atom(rel, r)}" for r in sorted(c.added, key=ir.row_key)]
-        return out
-
-    def to_dict(self) -> dict[str, dict[str, list[list[ir.Value]]]]:
-        return {
-            rel: {"gained": [list(r) for r in sorted(c.added, key=ir.row_key)],
-                  "lost": [list(r) for r in sorted(c.removed, key=ir.row_key)]}
-            for rel, c in sorted(self.by_relation.items())
-        }
-
-

@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import ir
+from ..core import ir
+from ..core.terms import is_anon
+from ..plan.codegen import Binder, RunFn, compile_keyed, compile_plan
+from ..plan.join import NegCheck, RulePlan, Scan, plan_bound
+from ..plan.stats import EXHAUSTIVE, Statistics
 from .closure import Closure, detect, walker
-from .codegen import Binder, RunFn, compile_keyed, compile_plan
-from .plan import NegCheck, RulePlan, Scan, is_anon, plan_bound
-from .stats import EXHAUSTIVE, Statistics
 
 Key = tuple[ir.Value, ...]
 #: the matching rows of one lookup, each with the index of its deriving rule

@@ -16,7 +16,7 @@ from typing import Any
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
-from . import ir
+from ..core import ir
 from .explain import Proof
 from .reasoner import Reasoner
 

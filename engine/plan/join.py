@@ -21,13 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import ir
+from ..core import ir
+from ..core.terms import is_anon
 
 Source = str  # "full" or "delta"
-
-
-def is_anon(t: ir.Term) -> bool:
-    return isinstance(t, ir.Var) and t.name.startswith("_?")
 
 
 @dataclass(frozen=True)

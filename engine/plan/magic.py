@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
-from . import ir
-from .checks import sccs
+from ..compile.checks import sccs
+from ..core import ir
 
 Adornment = tuple["ir.Const | str", ...]  # per column: "f", "b" or the constant
 InstanceKey = tuple[int, Adornment]  # (rule index, adornment of its head); -1: the query rule
@@ -228,7 +228,7 @@ def parse_goal(
     program: ir.Program, goal: str, where: str | None
 ) -> tuple[ir.Atom, tuple[ir.Lit, ...]]:
     """The goal atom (anonymous variables given names) and the ``where`` literals."""
-    from .compiler import compile_goal
+    from ..compile.compiler import compile_goal
 
     body, _ = compile_goal(program, goal)
     if len(body) != 1 or not isinstance(body[0], ir.Atom):

@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import ir
-from .codegen import RunFn, compile_plan
+from ..core import ir
+from ..plan.codegen import RunFn, compile_plan
+from ..plan.join import RulePlan, plan_rule
 from .database import Database
-from .plan import RulePlan, plan_rule
 
 
 @dataclass

@@ -7,7 +7,7 @@ import itertools
 from grantlog.grammar import ast
 from grantlog.grammar.formatter import body as format_body
 
-from . import ir
+from ..core import ir
 from .checks import Unit, body_atoms, dependency_graph, sccs
 
 

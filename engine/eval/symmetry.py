@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Any
 
-from . import ir
-from .database import stored_get
+from ..core import ir
+from ..core.index import stored_get
 
 #: stands for the value itself in its signature
 SELF = ("\0self",)

@@ -57,10 +57,9 @@ from typing import Any
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from pyDatalog import Logic, pyEngine, pyParser
 
-from . import ir
-from .compiler import compile_goal
-from .incremental import Change
-from .reasoner import Changes, Decision
+from ..compile.compiler import compile_goal
+from ..core import ir
+from ..core.results import Change, Changes, Decision, Transaction, Writes
 
 UNSUPPORTED = "unsupported-feature"
 
@@ -323,7 +322,7 @@ class _Translator:
         return out
 
 
-class PyDatalogReasoner:
+class PyDatalogReasoner(Writes):
     """The pyDatalog backend: ``grantlog.Reasoner(program, backend="pydatalog")``.
 
     The same questions and answers as :class:`~engine.reasoner.Reasoner`: ``query`` sorts
@@ -407,23 +406,11 @@ class PyDatalogReasoner:
             out.append(row)
         return out
 
-    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
-        """Add base facts to ``rel`` (rows already present are ignored); returns the changes."""
-        with self.transaction() as tx:
-            tx.insert(rel, rows)
-        return tx.changes
-
-    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
-        """Remove base facts from ``rel`` (rows not present are ignored); returns the changes."""
-        with self.transaction() as tx:
-            tx.retract(rel, rows)
-        return tx.changes
-
     @contextmanager
-    def transaction(self, watch: Iterable[str] | str = ()) -> Iterator[PyDatalogTransaction]:
+    def transaction(self, watch: Iterable[str] | str = ()) -> Iterator[Transaction]:
         """A batch of inserts and retracts applied atomically when the block ends (nothing is
         applied if it raises); ``tx.changes`` as in the in-memory reasoner."""
-        tx = PyDatalogTransaction(self)
+        tx = Transaction(self._rows)
         yield tx
         if watch == "all":
             names = frozenset(self.program.virtual)
@@ -433,7 +420,7 @@ class PyDatalogReasoner:
                 self._relation(n)
         tx.changes = self._commit(tx, names | self._watch)
 
-    def _commit(self, tx: PyDatalogTransaction, watch: frozenset[str]) -> Changes:
+    def _commit(self, tx: Transaction, watch: frozenset[str]) -> Changes:
         with self._active():
             ins: list[tuple[str, ir.Row]] = []
             dels: list[tuple[str, ir.Row]] = []
@@ -555,25 +542,6 @@ class PyDatalogReasoner:
         raise unsupported("explanations", None, REFUSED["explanations"])
 
 
-class PyDatalogTransaction:
-    """Collects inserts and retracts; the last operation on a row wins."""
-
-    def __init__(self, reasoner: PyDatalogReasoner) -> None:
-        self._reasoner = reasoner
-        self.ops: dict[str, dict[ir.Row, bool]] = {}
-        self.changes: Changes = Changes({}, frozenset())
-
-    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
-        ops = self.ops.setdefault(rel, {})
-        for row in self._reasoner._rows(rel, rows):
-            ops[row] = True
-
-    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
-        ops = self.ops.setdefault(rel, {})
-        for row in self._reasoner._rows(rel, rows):
-            ops[row] = False
-
-
 @contextmanager
 def _borrowed(logic: Any) -> Iterator[None]:
     """Make ``logic`` the calling thread's pyDatalog logic for the block (``None``: leave
@@ -600,4 +568,4 @@ def _borrowed(logic: Any) -> Iterator[None]:
 
 
 
-__all__ = ["REFUSED", "UNSUPPORTED", "PyDatalogReasoner", "PyDatalogTransaction", "unsupported"]
+__all__ = ["REFUSED", "UNSUPPORTED", "PyDatalogReasoner", "unsupported"]

@@ -1,0 +1,164 @@
+"""The engine's result types: what every backend (memory, pyDatalog, the remote client,
+Spark) answers with, and the transaction the writers fill."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from grantlog.grammar.diagnostics import GrantlogError, Span, error
+
+from . import ir
+
+Rows = set[ir.Row]
+#: checks a relation's rows and returns them as tuples (raises GrantlogError on a bad row)
+RowCheck = Callable[[str, Iterable[Sequence[ir.Value]]], list[ir.Row]]
+
+
+def _as_rows(rel: str, rows: Iterable[Sequence[ir.Value]]) -> list[ir.Row]:
+    return [tuple(row) for row in rows]
+
+
+@dataclass
+class Change:
+    """Rows a relation gained and lost in one transaction."""
+
+    added: Rows = field(default_factory=set)
+    removed: Rows = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer to ``check``: allowed or not, the rules that decided it, and the revision
+    of the facts it saw (not part of equality: the same answer at two revisions is equal)."""
+
+    allowed: bool
+    reasons: tuple[str, ...] = ()
+    revision: int = field(default=0, compare=False)
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+_T = TypeVar("_T")
+
+
+class Answers(list[_T]):
+    """The answers of ``query``, ``list`` and ``who``: a list that also says the revision of
+    the facts it was answered at."""
+
+    __slots__ = ("revision",)
+
+    def __init__(self, items: Iterable[_T] = (), revision: int = 0) -> None:
+        super().__init__(items)
+        self.revision = revision
+
+
+class RevisionConflict(GrantlogError):
+    """A compare-and-set transaction (``if_revision=``) found another revision."""
+
+    def __init__(self, expected: int, actual: int) -> None:
+        super().__init__([error(
+            "revision-conflict",
+            f"the transaction expected revision {expected}, but the facts are at {actual}",
+            Span("<api>", 0, 0, 0, 0), "read again and retry against the new revision")])
+        self.expected = expected
+        self.actual = actual
+
+
+#: base facts to add and to remove, per relation (a transaction's net effect)
+Delta = dict[str, set[ir.Row]]
+
+
+
+class Transaction:
+    """Collects inserts and retracts; the last operation on a row wins."""
+
+    def __init__(self, check_rows: RowCheck | None = None) -> None:
+        #: checks and normalizes rows of a relation (raises on a bad row)
+        self._check = check_rows or _as_rows
+        self.ops: dict[str, dict[ir.Row, bool]] = {}
+        self.changes: Changes = Changes({}, frozenset())
+        #: the revision this transaction made (set when it commits)
+        self.revision: int | None = None
+
+    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
+        ops = self.ops.setdefault(rel, {})
+        for row in self._check(rel, rows):
+            ops[row] = True
+
+    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
+        ops = self.ops.setdefault(rel, {})
+        for row in self._check(rel, rows):
+            ops[row] = False
+
+
+@dataclass
+class Changes:
+    """What a transaction changed: per relation, the rows gained and lost (net)."""
+
+    by_relation: dict[str, Change]
+    derived_relations: frozenset[str] | set[str] = field(default_factory=frozenset)
+    #: the revision the transaction made (the one it found when it changed nothing)
+    revision: int = 0
+
+    def gained(self, rel: str) -> set[ir.Row]:
+        c = self.by_relation.get(rel)
+        return set(c.added) if c else set()
+
+    def lost(self, rel: str) -> set[ir.Row]:
+        c = self.by_relation.get(rel)
+        return set(c.removed) if c else set()
+
+    @property
+    def derived(self) -> dict[str, Change]:
+        """Changes of derived relations only (what rules concluded differently)."""
+        return {r: c for r, c in self.by_relation.items() if r in self.derived_relations}
+
+    def __bool__(self) -> bool:
+        return bool(self.by_relation)
+
+    def lines(self, derived_only: bool = False) -> list[str]:
+        """DDlog-style lines: ``+rel(...)`` gained, ``-rel(...)`` lost, sorted."""
+        out: list[str] = []
+        items = self.derived if derived_only else self.by_relation
+        for rel in sorted(items):
+            c = items[rel]
+            out += [f"-{ir.show_atom(rel, r)}" for r in sorted(c.removed, key=ir.row_key)]
+            out += [f"+{ir.show_atom(rel, r)}" for r in sorted(c.added, key=ir.row_key)]
+        return out
+
+    def to_dict(self) -> dict[str, dict[str, list[list[ir.Value]]]]:
+        return {
+            rel: {"gained": [list(r) for r in sorted(c.added, key=ir.row_key)],
+                  "lost": [list(r) for r in sorted(c.removed, key=ir.row_key)]}
+            for rel, c in sorted(self.by_relation.items())
+        }
+
+
+
+
+class Writes:
+    """``insert`` and ``retract`` as one-operation transactions, alike for every backend
+    (memory, pyDatalog, the remote client); each brings its own ``transaction()``."""
+
+    def transaction(self, watch: Iterable[str] | str = ()
+                    ) -> AbstractContextManager[Transaction]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
+        """Add base facts to ``rel`` (rows already present are ignored); returns the changes."""
+        with self.transaction() as tx:
+            tx.insert(rel, rows)
+        return tx.changes
+
+    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
+        """Remove base facts from ``rel`` (rows not present are ignored); returns the changes."""
+        with self.transaction() as tx:
+            tx.retract(rel, rows)
+        return tx.changes

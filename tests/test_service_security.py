@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -331,8 +332,10 @@ def test_a_store_that_cannot_grow_makes_the_server_unready(tmp_path: Path) -> No
         stop(proc)
 
 
-def test_a_snapshot_does_not_outlive_its_worker(tmp_path: Path) -> None:
-    """A worker killed mid-read (SIGKILL: nothing runs) takes its snapshot along."""
+@pytest.mark.parametrize("stopped", [False, True])
+def test_a_snapshot_does_not_outlive_its_worker(tmp_path: Path, stopped: bool) -> None:
+    """A worker killed mid-read (SIGKILL: nothing runs) takes its snapshot along, also one
+    the CPU throttle holds stopped at that moment (none of its threads can run then)."""
     (tmp_path / "policy.gl").write_text(RULES)
     (tmp_path / "facts.gl").write_text(_facts())
     proc, url = serve(tmp_path, str(tmp_path / "policy.gl"), str(tmp_path / "facts.gl"))
@@ -349,6 +352,9 @@ def test_a_snapshot_does_not_outlive_its_worker(tmp_path: Path) -> None:
                 break
             time.sleep(0.1)
         assert snapshots, "no snapshot process started"
+        if stopped:
+            for p in snapshots:
+                os.kill(p, signal.SIGSTOP)
     finally:
         proc.kill()
         proc.wait()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import pickle
 import resource
@@ -116,11 +117,23 @@ def _vm_size() -> int:
         return 0
 
 
-def _child_main(sock: socket.socket, reasoner: Any, memory: int) -> None:
+def _die_with(worker: int) -> None:
+    """Linux: the kernel kills this process when its parent dies (``PR_SET_PDEATHSIG``),
+    even while it is stopped (the CPU throttle's SIGSTOP), when no thread of it can run;
+    then, if the worker died before that was set, exit now."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != worker:
+        os._exit(5)
+
+
+def _child_main(sock: socket.socket, reasoner: Any, memory: int, worker: int) -> None:
     """The snapshot's loop: read a request, render it, send the frames; until the worker
     closes the socket. Never returns (``os._exit``): nothing of the worker's is finalized."""
     code = 0
     try:
+        _die_with(worker)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
         with contextlib.suppress(ValueError, OSError):
@@ -132,12 +145,10 @@ def _child_main(sock: socket.socket, reasoner: Any, memory: int) -> None:
         except (AttributeError, OSError):
             with contextlib.suppress(OSError):
                 os.nice(19)
-        parent = os.getppid()
-
         def orphaned() -> None:  # the worker died (SIGKILL, say): stop, even mid-read
-            while True:
+            while True:  # (where PR_SET_PDEATHSIG is not there to do it)
                 time.sleep(1.0)
-                if os.getppid() != parent:
+                if os.getppid() != worker:
                     os._exit(5)
 
         threading.Thread(target=orphaned, name="grantlog-orphaned", daemon=True).start()
@@ -277,10 +288,11 @@ class Snapshots:
 
     def _fork(self, reasoner: Any, key: tuple[int, int]) -> Child:
         parent, child_sock = socket.socketpair()
+        worker = os.getpid()
         pid = os.fork()
         if pid == 0:  # the snapshot
             parent.close()
-            _child_main(child_sock, reasoner, self.memory)
+            _child_main(child_sock, reasoner, self.memory, worker)
         child_sock.close()
         self.forks += 1
         return Child(pid, parent, key)

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev-spark-peers
 
 .PHONY: demo test lint typecheck unit grammar vsix docs-html bench bench-store bench-service \
-	bench-list bench-lsp bench-opa bench-heavy bench-verify clean install
+	bench-list bench-lsp bench-opa bench-heavy bench-verify bench-compare clean install
 
 # the dev tools, the Spark extra (pyspark, graphframes-py) and the peer engines: `make test`
 # runs the Spark tests and checks the peers of the benchmarks against the oracle
@@ -103,6 +103,13 @@ bench-heavy: $(STAMP)
 ## grantlog store verify over 1M tables in SQLite and PostgreSQL (issue 24 item 10).
 bench-verify: $(STAMP)
 	$(BIN)/python benchmarks/verify_bench.py
+
+## Check, list, filter and service figures of an older revision against this tree, alternating
+## (issue 25): BEFORE is a python with the old revision installed (see compare_revisions.py).
+BEFORE ?= /tmp/venv-before/bin/python
+bench-compare: $(STAMP)
+	command -v wrk >/dev/null || apt-get install -y wrk
+	$(BIN)/python benchmarks/compare_revisions.py --before $(BEFORE)
 
 clean:
 	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache .hypothesis .typecheck

@@ -37,7 +37,6 @@ import pickle
 import platform
 import pstats
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -49,8 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+from harness import HERE, ROOT, git_state, peak_rss_kib, replace_marked
+
+#: the folders whose uncommitted changes the results mention
+CODE = ("engine", "grammar", "grantlog")
 RESULTS = HERE / "RESULTS.md"
 
 Row = tuple[Any, ...]
@@ -222,10 +223,6 @@ def digest(rows: Iterable[Row]) -> str:
     return h.hexdigest()[:16]
 
 
-def peak_rss_kb() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-
-
 # -- workers (one measurement per process) --------------------------------------------------------
 
 
@@ -292,11 +289,11 @@ def worker(engine: str, case_key: str, quick: bool, facts_file: str) -> int:
     else:
         from pyDatalog import pyDatalog  # noqa: F401
         fn = run_pydatalog
-    rss0 = peak_rss_kb()
+    rss0 = peak_rss_kib()
     cpu0 = time.process_time()
     phases, rows, extra = fn(case, facts)
     cpu = time.process_time() - cpu0
-    rss1 = peak_rss_kb()  # before digesting, which allocates a sorted copy
+    rss1 = peak_rss_kib()  # before digesting, which allocates a sorted copy
     out = {
         "engine": engine,
         "case": case_key,
@@ -462,18 +459,6 @@ def tables(ms: Sequence[Measured], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def git_rev() -> str:
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "engine", "grammar",
-                                "grantlog"], cwd=ROOT, capture_output=True, text=True,
-                               check=True).stdout.strip()
-        return rev + (" + uncommitted engine changes" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def report(ms: Sequence[Measured], args: argparse.Namespace, argv: Sequence[str],
            started: float, load: tuple[float, float, float]) -> str:
     cmd = " ".join([".venv/bin/python", "benchmarks/datalog_bench.py", *argv])
@@ -511,7 +496,7 @@ Command: `{cmd}`
   {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}, at the end {end[0]:.2f} / {end[1]:.2f} /
   {end[2]:.2f}){busy}; {uname.system} {uname.release} {uname.machine}
 - Python {platform.python_version()} ({platform.python_implementation()}), pyDatalog
-  {importlib.metadata.version("pyDatalog")}, grantlog {git_rev()}
+  {importlib.metadata.version("pyDatalog")}, grantlog {git_state(*CODE)}
 - node ids: {args.ids}; every measurement in a fresh subprocess; grantlog {args.repeat}
   run(s), pyDatalog {args.pyd_repeat} run(s) per case; wall time of the whole benchmark
   {time.time() - started:,.0f} s
@@ -536,15 +521,7 @@ def update_results(section: str, mode: str, path: Path) -> None:
               "`benchmarks/README.md`); one section per mode and case selection, each "
               "replaced by its latest run; other benchmark scripts keep their own marked "
               "sections.\n")
-    text = path.read_text() if path.exists() else header
-    block = f"{begin}\n{section}{end}"
-    if begin in text and end in text:
-        pre, rest = text.split(begin, 1)
-        _, post = rest.split(end, 1)
-        text = pre + block + post
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
+    replace_marked(path, begin, end, f"{begin}\n{section}{end}", header)
 
 
 def profile(case: Case, args: argparse.Namespace) -> None:

@@ -39,29 +39,19 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
+import harness
+import httpx
+from harness import log
 
-import gravitino_workload as gw  # noqa: E402
-import httpx  # noqa: E402
-from results_md import replace_section  # noqa: E402
-from service_bench import CHECK_LUA, load_store, log, start_server  # noqa: E402
-
-import grantlog  # noqa: E402
-
-RULES = ROOT / "rules" / "gravitino.gl"
+RULES = harness.ROOT / "rules" / "gravitino.gl"
 HEADING = "## Checks under a heavy read (issue 24)"
-RESULTS = HERE / "heavy_results.json"
+RESULTS = harness.HERE / "heavy_results.json"
 TOKEN = "bench-reader-token-0123456789"
 #: the metalake's owner: allowed to load every table
 OWNER = "u0000"
@@ -80,33 +70,8 @@ def heavy_requests(owner: str) -> list[tuple[str, str, dict[str, Any]]]:
 def run_wrk(url: str, script: Path, connections: int, seconds: int) -> dict[str, Any]:
     """wrk's latency percentiles (ms), requests/s, non-2xx and socket errors. Its request
     timeout is the round's length: a check held for seconds counts in the percentiles."""
-    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency",
-                          "--timeout", f"{max(seconds, 2)}s", "-s", str(script), url],
-                         capture_output=True, text=True, check=True)
-    res: dict[str, Any] = {"non2xx": 0, "socket_errors": {}}
-
-    def ms(v: str) -> float:
-        for unit, f in (("us", 1e-3), ("ms", 1.0), ("s", 1e3), ("m", 6e4)):
-            if v.endswith(unit):
-                return float(v[: -len(unit)]) * f
-        return float(v)
-
-    for line in out.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] in ("50%", "75%", "90%", "99%"):
-            res[f"p{parts[0][:-1]}_ms"] = round(ms(parts[1]), 3)
-        elif line.startswith("Requests/sec:"):
-            res["rps"] = float(parts[1])
-        elif "requests in" in line:
-            res["requests"] = int(parts[0])
-        elif "Non-2xx" in line:
-            res["non2xx"] = int(parts[-1])
-        elif line.strip().startswith("Socket errors"):  # connect 0, read 0, write 0, timeout 0
-            for kv in line.split(":", 1)[1].split(","):
-                k, v = kv.split()
-                res["socket_errors"][k] = int(v)
-        elif len(parts) >= 3 and parts[0] == "Latency" and "max_ms" not in res:
-            res["max_ms"] = round(ms(parts[3]), 3) if len(parts) > 3 else None
+    res = harness.wrk(url, script, connections, seconds, timeout=max(seconds, 2))
+    res.pop("raw")
     return res
 
 
@@ -221,7 +186,7 @@ class Probe:
             return {"checks": 0, "unanswered": 0, "failures": self.failures}
 
         def pct(q: float) -> float:
-            return round(lat[min(len(lat) - 1, int(q * len(lat)))] * 1e3, 2)
+            return round(harness.pct_floor(lat, q) * 1e3, 2)
 
         return {"checks": len(answered), "unanswered": len(waiting), "failures": self.failures,
                 "p50_ms": pct(0.5), "p99_ms": pct(0.99), "max_ms": round(lat[-1] * 1e3, 2)}
@@ -301,24 +266,17 @@ def main() -> None:
                    help="a flag for `grantlog serve` (repeatable), e.g. --serve-arg=--readers=1")
     p.add_argument("--write", action="store_true")
     args = p.parse_args()
-    if shutil.which("wrk") is None:
-        sys.exit("wrk is not installed: `apt-get install wrk` (or `make bench-heavy`)")
-    program = grantlog.compile(paths=[str(RULES)])
+    harness.need_wrk("bench-heavy")
     t0 = time.perf_counter()
-    w = gw.generate(args.size, seed=1)
-    sampler = gw.Sampler(w, seed=3)
+    program, w, sampler = harness.world(RULES, args.size)
     checks = [sampler.one("load_table") for _ in range(1000)]
     res: dict[str, Any] = {"size": args.size, "seconds": args.seconds,
                            "connections": args.connections, "serve_args": args.serve_arg,
-                           "facts": sum(map(len, w.facts.values())),
-                           "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                           "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"],
-                                                 capture_output=True, text=True,
-                                                 cwd=ROOT).stdout.strip()}
+                           "facts": sum(map(len, w.facts.values())), **harness.run_info()}
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)
         store = f"sqlite:///{tmp / 'facts.db'}"
-        load_store(store, program, w)
+        harness.load_store(store, program, w)
         del w, sampler
         log(f"[{args.size:,}] store loaded in {time.perf_counter() - t0:.0f} s")
         (tmp / "tokens").write_text(f"{TOKEN} check\n")
@@ -327,14 +285,12 @@ def main() -> None:
             json.dumps({"subject": s, "operation": o, "resource": x}) + "\n"
             for s, o, x in checks))
         script = tmp / "check.lua"
-        script.write_text(CHECK_LUA % {"checks": tmp / "checks.jsonl", "token": TOKEN})
+        script.write_text(harness.post_lua(tmp / "checks.jsonl", token=TOKEN))
         t0 = time.perf_counter()
-        server, url = start_server(RULES, store, tmp, "--tokens", str(tmp / "tokens"),
+        server, url = harness.start_server(RULES, store, tmp, "--tokens", str(tmp / "tokens"),
                                    *args.serve_arg)
         heavy: HeavyClient | None = None
         try:
-            if server.poll() is not None:
-                sys.exit("the server did not start:\n" + (tmp / "serve.log").read_text())
             res["start_s"] = round(time.perf_counter() - t0, 1)
             log(f"  server ready in {res['start_s']} s")
             with httpx.Client(base_url=url, timeout=60,
@@ -370,12 +326,7 @@ def main() -> None:
             log(f"  under the heavy client: p50 {res['heavy'].get('p50_ms')} ms, p99 "
                 f"{res['heavy'].get('p99_ms')} ms, {res['heavy'].get('rps')} req/s")
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            harness.stop(server)
     b, h = res["baseline"], res["heavy"]
 
     def ratio(x: dict[str, Any], y: dict[str, Any], key: str) -> float | None:
@@ -389,7 +340,7 @@ def main() -> None:
     print(text)
     if args.write:
         RESULTS.write_text(json.dumps(res, indent=2))
-        replace_section(HEADING, text)
+        harness.replace_section(HEADING, text)
 
 
 def table(r: dict[str, Any]) -> str:

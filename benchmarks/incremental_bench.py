@@ -48,16 +48,13 @@ import os
 import platform
 import pstats
 import random
-import resource
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +66,19 @@ BEGIN, END = "<!-- incremental_bench -->", "<!-- /incremental_bench -->"
 HEADING = "## Incremental engine: Gravitino-shaped workload"
 
 sys.path.insert(0, str(HERE))
+
+from harness import (  # noqa: E402
+    Timeout,
+    deadline,
+    dist_us,
+    each_timed,
+    git_state,
+    peak_rss_kib,
+    replace_marked,
+)
+
+#: the folders whose uncommitted changes the results mention
+CODE = ("engine", "rules", "grantlog")
 
 TARGETS = {  # at 1M tables
     "check_p50_us": 25.0,
@@ -89,40 +99,7 @@ def rss_bytes() -> int:
 
 
 def peak_rss_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def pct(xs: Sequence[float], q: float) -> float:
-    s = sorted(xs)
-    if not s:
-        return float("nan")
-    i = min(len(s) - 1, max(0, round(q * (len(s) - 1))))
-    return s[i]
-
-
-def dist_us(ns: Sequence[int]) -> dict[str, float]:
-    us = [x / 1000 for x in ns]
-    return {"n": len(us), "p50": pct(us, 0.5), "p99": pct(us, 0.99), "mean": statistics.fmean(us)
-            if us else float("nan"), "max": max(us) if us else float("nan")}
-
-
-class Timeout(Exception):
-    pass
-
-
-@contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Raise :class:`Timeout` inside the block after ``seconds`` (SIGALRM, main thread)."""
-    def fire(signum: int, frame: Any) -> None:
-        raise Timeout()
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+    return peak_rss_kib() * 1024
 
 
 def deep_size(roots: Sequence[Any]) -> tuple[int, Counter[str]]:
@@ -162,17 +139,6 @@ def code_digest() -> str:
     return h.hexdigest()[:12]
 
 
-def git_state() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "engine", "rules", "grantlog"],
-                               cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        return head + (" + uncommitted engine/rules changes" if dirty else "")
-    except Exception:
-        return "unknown"
-
-
 # -- the worker ------------------------------------------------------------------------------------
 
 
@@ -196,7 +162,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     res["compile_s"] = time.perf_counter() - t0
     res["virtual"] = sorted(program.virtual)
     res["materialized"] = sorted(program.derived - program.virtual)
-    res["git"] = git_state()
+    res["git"] = git_state(*CODE, label="engine/rules")
     res["code"] = code_digest()
     gc.collect()
     rss0 = rss_bytes()
@@ -298,21 +264,15 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     checks = sampler.many(args.checks)
     lat: dict[str, list[int]] = {}
     allowed_n = 0
-    pc = time.perf_counter_ns
-    stop = time.perf_counter() + args.budget
-    for q in checks:
-        a = pc()
-        d = r.check(*q)
-        b = pc()
-        lat.setdefault(q[1], []).append(b - a)
+    for q, d, ns in each_timed(r.check, checks, args.budget):
+        lat.setdefault(q[1], []).append(ns)
         allowed_n += d.allowed
-        if time.perf_counter() > stop:
-            break
     all_ns = [x for v in lat.values() for x in v]
     ph["check"] = {"all": dist_us(all_ns), "allowed": allowed_n,
                    "by_op": {op: dist_us(v) for op, v in sorted(lat.items())},
                    "budget_hit": len(all_ns) < len(checks)}
-    # the same checks again, the decision alone: answers kept across reads (engine/demand.py)
+    # the same checks again, the decision alone: answers kept across reads (engine/eval/demand.py)
+    pc = time.perf_counter_ns
     ctx_ns: list[int] = []
     dec_ns: list[int] = []
     rel = program.decision
@@ -833,17 +793,7 @@ def targets(res: dict[str, Any]) -> list[str]:
 
 def write_results(path: Path, lines: list[str]) -> None:
     """Replace (or append) our section only; re-read the file right before writing."""
-    block = "\n".join([BEGIN, HEADING, "", *lines, END]) + "\n"
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    if BEGIN in text and END in text:
-        a = text.index(BEGIN)
-        b = text.index(END) + len(END)
-        if text[b:b + 1] == "\n":
-            b += 1
-        text = text[:a] + block + text[b:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text)
+    replace_marked(path, BEGIN, END, "\n".join([BEGIN, HEADING, "", *lines, END]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -955,7 +905,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"- machine: {os.cpu_count()} cores, shared and noisy (load average at start "
         f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}); {platform.system()} "
         f"{platform.release()} {platform.machine()}; Python {platform.python_version()}",
-        f"- grantlog {ok[0]['git'] if ok else git_state()}; rules "
+        f"- grantlog {ok[0]['git'] if ok else git_state(*CODE, label='engine/rules')}; rules "
         f"`{os.path.relpath(args.rules, ROOT)}`",
         "- workload: `benchmarks/gravitino_workload.py`, seed "
         f"{args.seed}; each size in a fresh subprocess; warm (after the load)",

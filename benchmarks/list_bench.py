@@ -18,29 +18,18 @@ import gc
 import json
 import random
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
+import gravitino_workload as gw
+from harness import HERE, ROOT, log, replace_section, run_info
 
-import gravitino_workload as gw  # noqa: E402
-from results_md import replace_section  # noqa: E402
-
-import grantlog  # noqa: E402
-from grantlog.filters import Layout, select_sql  # noqa: E402
+import grantlog
+from grantlog.filters import Layout, select_sql
 
 RULES = ROOT / "rules" / "gravitino.gl"
 HEADING = "## Listing over the whole metalake (issue 16)"
 TARGETS = (10, 10_000, 500_000)
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def budget_ms(n: int) -> float:
@@ -131,9 +120,7 @@ def main() -> None:
         row["terms"] = terms(f.cond)
         log(f"  {u}: filter of {row['terms']:,} terms in {row['filter_ms']:,.1f} ms")
     res = {"size": args.size, "rows": rows, "sql": sql_times(w, filters, answers, args),
-           "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                 text=True, cwd=ROOT).stdout.strip()}
+           **run_info()}
     (HERE / "list_results.json").write_text(json.dumps(res, indent=2))
     text = table(res)
     print(text)
@@ -177,7 +164,6 @@ def sql_times(w: gw.Workload, filters: dict[str, Any], answers: dict[str, int],
     catalog table (id, type, parent, path), with :data:`INDEXES`: the median of 3 runs of
     ``SELECT id ... WHERE <filter>`` fetching every id, for the path and the parent
     layouts; each answer's size checked against ``list``'s."""
-    sys.path.insert(0, str(ROOT / "tests"))
     from pgserver import PgServer, find_bin
 
     if args.no_postgres or find_bin() is None:

@@ -18,20 +18,14 @@ import argparse
 import asyncio
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from harness import HERE, ROOT, replace_section, run_info
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-
-from results_md import replace_section  # noqa: E402
 
 HEADING = "## Language server: diagnostics after a one-character edit (issue 17)"
 
@@ -92,10 +86,7 @@ def main() -> None:
     res: dict[str, Any] = {
         "model": model.name, "lines": model.read_text().count("\n"), "rounds": len(times),
         "median_ms": statistics.median(times) * 1e3, "max_ms": max(times) * 1e3,
-        "min_ms": min(times) * 1e3,
-        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, cwd=ROOT).stdout.strip()}
+        "min_ms": min(times) * 1e3, **run_info()}
     (HERE / "lsp_results.json").write_text(json.dumps(res, indent=2))
     ok = "met" if res["median_ms"] <= 200 else "**not met**"
     text = "\n".join([

@@ -20,39 +20,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
+import harness as h
+import httpx
 
-import gravitino_workload as gw  # noqa: E402
-import httpx  # noqa: E402
-from results_md import replace_section  # noqa: E402
-from service_bench import load_store, log, start_server, wrk  # noqa: E402
-
-import grantlog  # noqa: E402
-
-RULES = ROOT / "rules" / "gravitino_data.gl"
+RULES = h.ROOT / "rules" / "gravitino_data.gl"
 HEADING = "## OPA Data API over HTTP: Trino's allow request at 1M tables"
-
-LUA = """
-local bodies = {}
-local n = 0
-for line in io.lines("%(bodies)s") do n = n + 1; bodies[n] = line end
-local i = 0
-request = function()
-  i = i %% n + 1
-  return wrk.format("POST", "%(path)s", {["Content-Type"] = "application/json"}, bodies[i])
-end
-"""
-
 
 def trino_body(user: str, table: str) -> dict[str, Any]:
     _, catalog, schema, name = table.split(".")
@@ -70,52 +46,44 @@ def main() -> None:
     p.add_argument("--seconds", type=int, default=20)
     p.add_argument("--write", action="store_true")
     args = p.parse_args()
-    if shutil.which("wrk") is None:
-        sys.exit("wrk is not installed: `apt-get install wrk` (or `make bench-service`)")
-    program = grantlog.compile(paths=[str(RULES)])
-    w = gw.generate(args.size, seed=1)
-    sampler = gw.Sampler(w, seed=3)
+    h.need_wrk("bench-opa")
+    program, w, sampler = h.world(RULES, args.size)
     pairs = [(u, t) for u, _, t in (sampler.one("load_table") for _ in range(1000))]
-    res: dict[str, Any] = {"size": args.size, "when": time.strftime("%Y-%m-%d %H:%M UTC",
-                                                                     time.gmtime()),
-                           "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"],
-                                                 capture_output=True, text=True,
-                                                 cwd=ROOT).stdout.strip()}
+    res: dict[str, Any] = {"size": args.size, **h.run_info()}
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)
         store = f"sqlite:///{tmp / 'facts.db'}"
-        load_store(store, program, w)
-        log(f"[{args.size:,}] store loaded")
+        h.load_store(store, program, w)
+        h.log(f"[{args.size:,}] store loaded")
         checks = [{"subject": u, "operation": "select_table", "resource": t} for u, t in pairs]
         opa = [trino_body(u, t) for u, t in pairs]
         (tmp / "check.jsonl").write_text("".join(json.dumps(x) + "\n" for x in checks))
         (tmp / "opa.jsonl").write_text("".join(json.dumps(x) + "\n" for x in opa))
-        server, url = start_server(RULES, store, tmp, "--opa", "trino")
+        server, url = h.start_server(RULES, store, tmp, "--opa", "trino")
         try:
             with httpx.Client(base_url=url, timeout=60) as c:
                 a = [c.post("/v1/check", json=x).json()["allowed"] for x in checks]
                 b = [c.post("/v1/data/trino/allow", json=x).json()["result"] for x in opa]
             res["allowed"] = sum(a)
             res["disagree"] = sum(x != y for x, y in zip(a, b, strict=True))
-            log(f"  {sum(a)} of 1000 allowed; the endpoints disagree on {res['disagree']}")
+            h.log(f"  {sum(a)} of 1000 allowed; the endpoints disagree on {res['disagree']}")
             for name, path, bodies in (("check", "/v1/check", "check.jsonl"),
                                        ("opa", "/v1/data/trino/allow", "opa.jsonl")):
                 script = tmp / f"{name}.lua"
-                script.write_text(LUA % {"bodies": tmp / bodies, "path": path})
-                wrk(url, script, args.connections, 5)  # warm
-                got = wrk(url, script, args.connections, args.seconds)
+                script.write_text(h.post_lua(tmp / bodies, path))
+                h.wrk(url, script, args.connections, 5)  # warm
+                got = h.wrk(url, script, args.connections, args.seconds)
                 got.pop("raw")
                 res[name] = got
-                log(f"  {path}: p50 {got['p50_ms']:.2f} ms, p99 {got['p99_ms']:.2f} ms, "
+                h.log(f"  {path}: p50 {got['p50_ms']:.2f} ms, p99 {got['p99_ms']:.2f} ms, "
                     f"{got['rps']:,.0f} req/s, non-2xx {got['non2xx']}")
         finally:
-            server.terminate()
-            server.wait(timeout=60)
-    (HERE / "opa_results.json").write_text(json.dumps(res, indent=2))
+            h.stop(server)
+    (h.HERE / "opa_results.json").write_text(json.dumps(res, indent=2))
     text = table(res, args)
     print(text)
     if args.write:
-        replace_section(HEADING, text)
+        h.replace_section(HEADING, text)
 
 
 def table(r: dict[str, Any], args: argparse.Namespace) -> str:

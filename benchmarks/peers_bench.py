@@ -53,8 +53,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -68,41 +68,12 @@ HEADING = "## Peers"
 sys.path.insert(0, str(HERE))
 
 import gravitino_workload as gw  # noqa: E402
+from harness import Timeout, deadline, each_timed, pct, replace_marked  # noqa: E402
 from peers import ENGINES  # noqa: E402
 
 ORDER = list(ENGINES)
 MEM_LIMIT = 16 * 2**30  # per worker (address space)
 BULK_MEM_LIMIT = 8 * 2**30  # the forked bulk run
-
-
-# -- measuring helpers -----------------------------------------------------------------------------
-
-
-def pct(xs: Sequence[float], q: float) -> float:
-    s = sorted(xs)
-    if not s:
-        return float("nan")
-    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
-
-
-class Timeout(Exception):
-    pass
-
-
-@contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Raise :class:`Timeout` in the block after ``seconds`` (SIGALRM: Python code is
-    interrupted at once, a call into C/Rust when it returns)."""
-    def fire(signum: int, frame: Any) -> None:
-        raise Timeout()
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 # -- what every worker computes the same way -------------------------------------------------------
@@ -369,15 +340,9 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     gc.collect()
     ns: list[int] = []
     wrong = 0
-    pc = time.perf_counter_ns
-    stop = time.perf_counter() + args.check_budget
-    for q in timed:
-        a = pc()
-        d = engine.check(*q)
-        ns.append(pc() - a)
+    for q, d, t in each_timed(engine.check, timed, args.check_budget):
+        ns.append(t)
         wrong += d != oracle.decide(*q)[0]
-        if time.perf_counter() > stop:
-            break
     us = [x / 1000 for x in ns]
     res["check"] = {"n": len(us), "of": len(timed), "p50_us": pct(us, 0.5),
                     "p99_us": pct(us, 0.99), "mean_us": statistics.fmean(us),
@@ -414,6 +379,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 
     # -- updates -----------------------------------------------------------------------------------
     ups: dict[str, list[dict[str, float]]] = {"grant": [], "revoke": []}
+    pc = time.perf_counter_ns
     stop = time.perf_counter() + args.update_budget
     for kind, row, q, expect in plan:
         if time.perf_counter() > stop:
@@ -627,17 +593,7 @@ def describe(results: list[dict[str, Any]]) -> list[str]:
 
 def write_results(path: Path, lines: list[str]) -> None:
     """Replace (or append) the Peers section only; re-read the file right before writing."""
-    block = "\n".join([BEGIN, HEADING, "", *lines, END]) + "\n"
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    if BEGIN in text and END in text:
-        a = text.index(BEGIN)
-        b = text.index(END) + len(END)
-        if text[b:b + 1] == "\n":
-            b += 1
-        text = text[:a] + block + text[b:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text)
+    replace_marked(path, BEGIN, END, "\n".join([BEGIN, HEADING, "", *lines, END]))
 
 
 OUTCOME = {

@@ -22,48 +22,36 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
+import httpx
+from harness import (
+    HERE,
+    LUA_BODIES,
+    ROOT,
+    load_store,
+    log,
+    need_wrk,
+    pct_floor,
+    post_lua,
+    replace_section,
+    run_info,
+    start_server,
+    stop,
+    world,
+    wrk,
+)
 
-import gravitino_workload as gw  # noqa: E402
-import httpx  # noqa: E402
-from results_md import replace_section  # noqa: E402
-
-import grantlog  # noqa: E402
-from grantlog.store import open_store  # noqa: E402
+import grantlog
 
 RULES = ROOT / "rules" / "gravitino.gl"
 HEADING = "## Decision service over HTTP: Gravitino-shaped workload"
 
-CHECK_LUA = """
-local bodies = {}
-local n = 0
-for line in io.lines("%(checks)s") do n = n + 1; bodies[n] = line end
-local i = 0
-request = function()
-  i = i %% n + 1
-  return wrk.format("POST", "/v1/check", {["Content-Type"] = "application/json",
-                    ["Authorization"] = "Bearer %(token)s"}, bodies[i])
-end
-"""
-
-MIXED_LUA = """
-local bodies = {}
-local n = 0
-for line in io.lines("%(checks)s") do n = n + 1; bodies[n] = line end
-local i = 0
-local w = 0
+MIXED_LUA = LUA_BODIES + """local w = 0
 local made = 0
 local threads = {}
 -- `tid` is a global each thread's state gets from setup (a `local` would be shared code's
@@ -110,42 +98,6 @@ end
 """
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def wrk(url: str, script: Path, connections: int, seconds: int) -> dict[str, Any]:
-    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency",
-                          "-s", str(script), url], capture_output=True, text=True, check=True)
-    text = out.stdout
-    res: dict[str, Any] = {"raw": text}
-
-    def ms(v: str) -> float:
-        for unit, f in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
-            if v.endswith(unit):
-                return float(v[: -len(unit)]) * f
-        return float(v)
-
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] in ("50%", "75%", "90%", "99%"):
-            res[f"p{parts[0][:-1]}_ms"] = ms(parts[1])
-        if line.startswith("Requests/sec:"):
-            res["rps"] = float(parts[1])
-        if "requests in" in line:
-            res["requests"] = int(parts[0])
-        if line.startswith("GRANTLOG"):
-            for kv in parts[1:]:
-                k, v = kv.split("=")
-                res[k] = int(v)
-        if "Non-2xx" in line:
-            res["non2xx"] = int(parts[-1])
-        if line.strip().startswith("Socket errors"):
-            res["socket_errors"] = line.strip()
-    res.setdefault("non2xx", 0)
-    return res
-
-
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--size", type=int, default=1_000_000)
@@ -157,21 +109,14 @@ def main() -> None:
                    "warms the server; the table shows the last)")
     p.add_argument("--write", action="store_true")
     args = p.parse_args()
-    if shutil.which("wrk") is None:
-        sys.exit("wrk is not installed: `apt-get install wrk` (or `make bench-service`)")
-    program = grantlog.compile(paths=[str(RULES)])
-    w = gw.generate(args.size, seed=1)
-    sampler = gw.Sampler(w, seed=3)
+    need_wrk("bench-service")
+    program, w, sampler = world(RULES, args.size)
     checks = [sampler.one("load_table") for _ in range(1000)]
     # other checks for each wrk round: a round never repeats the checks of an earlier one, so
     # answers kept from earlier rounds do not flatter it
     fresh = [[sampler.one("load_table") for _ in range(1000)] for _ in range(args.rounds)]
     res: dict[str, Any] = {"size": args.size, "workers": args.workers,
-                           "facts": sum(map(len, w.facts.values())),
-                           "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                           "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"],
-                                                 capture_output=True, text=True,
-                                                 cwd=ROOT).stdout.strip()}
+                           "facts": sum(map(len, w.facts.values())), **run_info()}
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)
         store = f"sqlite:///{tmp / 'facts.db'}"
@@ -187,7 +132,7 @@ def main() -> None:
                 r.check(*c)
                 lat.append(time.perf_counter() - t0)
         res["in_process_us"] = {"p50": statistics.median(lat) * 1e6,
-                                "p99": sorted(lat)[int(0.99 * len(lat))] * 1e6}
+                                "p99": pct_floor(lat, 0.99) * 1e6}
         allowed = sum(r.check(*c).allowed for c in checks)
         flips: list[tuple[str, str, tuple[str, str, str, str]]] = []
         for u, _, t in checks:  # a SELECT_TABLE grant to a role the user holds flips it
@@ -219,7 +164,7 @@ def main() -> None:
                     c.post("/v1/check", json={"subject": s, "operation": o, "resource": x})
             log("  server ready")
             script = tmp / "check.lua"
-            script.write_text(CHECK_LUA % {"checks": tmp / "checks.jsonl", "token": token})
+            script.write_text(post_lua(tmp / "checks.jsonl", token=token))
             # round 1 warms the server (answers kept per user, lookups planned); each round is
             # reported, the table shows the last
             res["check_rounds"] = []
@@ -227,7 +172,7 @@ def main() -> None:
                 (tmp / "round.jsonl").write_text("".join(
                     json.dumps({"subject": s, "operation": o, "resource": x}) + "\n"
                     for s, o, x in fresh[k]))
-                script.write_text(CHECK_LUA % {"checks": tmp / "round.jsonl", "token": token})
+                script.write_text(post_lua(tmp / "round.jsonl", token=token))
                 got = wrk(url, script, args.connections, args.seconds)
                 got.pop("raw", None)
                 res["check_rounds"].append(got)
@@ -263,7 +208,7 @@ def main() -> None:
                                               "watch": []})
                 res["write_visible_missed"] = missed
                 res["write_visible_ms"] = {"p50": statistics.median(vis) * 1e3,
-                                           "p90": sorted(vis)[int(0.9 * len(vis))] * 1e3,
+                                           "p90": pct_floor(vis, 0.9) * 1e3,
                                            "n": len(vis)}
                 log(f"  write -> visible p50 {res['write_visible_ms']['p50']:.2f} ms")
                 # the same grants written with their derived changes (`watch`): who gained
@@ -279,7 +224,7 @@ def main() -> None:
                     c.post("/v1/write", json={"retract": {"privilege": [list(row)]},
                                               "watch": []})
                 res["write_watched_ms"] = {"p50": statistics.median(wt) * 1e3,
-                                           "p90": sorted(wt)[int(0.9 * len(wt))] * 1e3,
+                                           "p90": pct_floor(wt, 0.9) * 1e3,
                                            "n": len(wt), "reported": reported}
                 log(f"  write with derived changes p50 "
                     f"{res['write_watched_ms']['p50']:.2f} ms ({reported} of {len(wt)} "
@@ -298,8 +243,7 @@ def main() -> None:
                 f"{res['mixed'].get('non200')}, acknowledged writes "
                 f"{res['mixed'].get('ok_writes')}, stored {stored}")
         finally:
-            server.terminate()
-            server.wait(timeout=60)
+            stop(server)
     for k in ("check", "mixed"):
         res[k].pop("raw", None)
     res["overhead_ratio"] = res["check"]["p50_ms"] * 1e3 / res["in_process_us"]["p50"]
@@ -307,46 +251,7 @@ def main() -> None:
     text = table(res)
     print(text)
     if args.write:
-        write_results(text)
-
-
-def load_store(store: str, program: grantlog.Program, w: gw.Workload) -> None:
-    """The workload's facts into a new store."""
-    st = open_store(store, program)
-    with st.writing() as wr:
-        for rel, rows in w.facts.items():
-            wr.load(rel, rows)
-    st.close()
-
-
-def start_server(rules: Path, store: str, tmp: Path, *extra: str,
-                 ) -> tuple[subprocess.Popen[bytes], str]:
-    """``grantlog serve RULES --store STORE *extra`` on a free port, once it is ready (its
-    stderr in ``tmp/serve.log``)."""
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "GRANTLOG_TOKENS": "", "PYTHONHASHSEED": "0"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "grantlog.cli", "serve", str(rules), "--store", store,
-         "--port", str(port), *extra], env=env,
-        stderr=open(tmp / "serve.log", "wb"))  # noqa: SIM115
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    return server, url
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        replace_section(HEADING, text)
 
 
 def table(r: dict[str, Any]) -> str:
@@ -414,10 +319,6 @@ def verdict(r: dict[str, Any]) -> list[str]:
         f"({r['in_process_us']['p50']:.1f} µs → {r['check'].get('p50_ms')} ms; most of it is "
         "the HTTP server's own work and queueing: 16 connections on the core wrk leaves).",
     ]
-
-
-def write_results(text: str) -> None:
-    replace_section(HEADING, text)
 
 
 if __name__ == "__main__":

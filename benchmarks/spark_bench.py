@@ -12,7 +12,7 @@ For each size, in fresh subprocesses, one after the other (never two big ones at
 2. **spark**: ``grantlog spark``'s Python API on ``local[2]``: the CSV files as inputs
    (``read_inputs``), rules/gravitino.gl compiled once, and the goal
    ``allowed(U, load_table, T)`` where ``catalog_of(T, "<catalog>")``: the program rewritten for
-   that goal (engine/magic.py), the ``ancestor`` closure in full by path doubling, the answers
+   that goal (engine/plan/magic.py), the ``ancestor`` closure in full by path doubling, the answers
    written as Parquet. Timed: the whole evaluation (inputs read and counted, every stratum,
    the answers written), the closure stratum on its own; iterations per recursive stratum; peak
    RSS of the JVM (driver memory capped by ``--driver-memory``) and of Python;
@@ -49,11 +49,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-RESULTS = HERE / "RESULTS.md"
+from harness import HERE, RESULTS, git_state, replace_marked
+
 BEGIN, END = "<!-- spark_bench -->", "<!-- /spark_bench -->"
 GOAL = "allowed(U, load_table, T)"
+#: the folders whose uncommitted changes the results mention
+CODE = ("engine", "spark_bridge", "rules")
 
 
 def loadavg() -> str:
@@ -258,17 +259,6 @@ def run_worker(kind: str, args: argparse.Namespace, n: int, timeout: float,
     return result
 
 
-def git_state() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                              capture_output=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "engine", "spark_bridge",
-                                "rules"], cwd=ROOT, text=True, capture_output=True).stdout
-        return head + (" + uncommitted engine/spark_bridge/rules changes" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def fmt_s(x: float | None) -> str:
     return "—" if x is None else f"{x:,.1f} s"
 
@@ -284,12 +274,13 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]], started: str,
            f"at start {load_start}, at the end {load_end}); {platform.system()} "
            f"{platform.release()}; Python {platform.python_version()}; pyspark "
            f"{pyspark.__version__}; Java 17",
-           f"- grantlog {git_state()}; rules/gravitino.gl (whole model) compiled once",
+           f"- grantlog {git_state(*CODE, label='/'.join(CODE))}; rules/gravitino.gl (whole "
+           "model) compiled once",
            f"- Spark: `{args.master}`, `spark.driver.memory={args.driver_memory}`, "
            f"`spark.sql.shuffle.partitions={args.partitions}`, adaptive execution on; inputs "
            "are the CSV files (one per base relation), read with `read_inputs`",
            f"- goal: `{GOAL}` where `catalog_of(T, \"{args.catalog}\")`; the program is "
-           "rewritten for it (engine/magic.py); the answers are written as Parquet",
+           "rewritten for it (engine/plan/magic.py); the answers are written as Parquet",
            f"- in-memory engine: a fresh process, address space limited to "
            f"{args.memory_limit_gb} GiB, facts inserted in one transaction, then "
            + ("the same rewritten program evaluated bottom-up (`Reasoner(demand(...).program)`"
@@ -398,15 +389,7 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]], started: str,
 
 
 def write_results(lines: list[str]) -> None:
-    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    block = "\n".join(lines)
-    if BEGIN in text and END in text:
-        a, rest = text.split(BEGIN, 1)
-        _, b = rest.split(END, 1)
-        text = a + block + b
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    RESULTS.write_text(text, encoding="utf-8")
+    replace_marked(RESULTS, BEGIN, END, "\n".join(lines))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -43,28 +43,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "tests"))
+import gravitino_workload as gw
+from harness import HERE, ROOT, log, pct_floor, replace_section, run_info
 
-import gravitino_workload as gw  # noqa: E402
-from results_md import replace_section  # noqa: E402
-
-import grantlog  # noqa: E402
-from grantlog.store import ingest, open_store  # noqa: E402
+import grantlog
+from grantlog.store import ingest, open_store
 
 RULES = ROOT / "rules" / "gravitino.gl"
 HEADING = "## Durable store: Gravitino-shaped workload"
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def pct(xs: list[float], q: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 def follower_main(url: str) -> None:
@@ -141,7 +127,7 @@ def measure_store(kind: str, url: str, program: Any, w: Any, first: tuple[str, s
             r.retract("privilege", [row])
             same.append(time.perf_counter() - t0)
     res["same_process_ms"] = {"p50": statistics.median(same) * 1e3,
-                              "p90": pct(same, 0.9) * 1e3, "n": len(same)}
+                              "p90": pct_floor(same, 0.9) * 1e3, "n": len(same)}
     log(f"  [{kind}] same process commit-to-visible p50 {res['same_process_ms']['p50']:.2f} ms")
     after = r.store.stats()
     after["bytes"] = _settled_bytes(r.store)
@@ -181,7 +167,7 @@ def measure_store(kind: str, url: str, program: Any, w: Any, first: tuple[str, s
     reader.join(timeout=10)
     lat = [seen[v] - started[v] for v in started if v in seen]
     res["second_process_ms"] = {"p50": statistics.median(lat) * 1e3,
-                                "p90": pct(lat, 0.9) * 1e3, "n": len(lat),
+                                "p90": pct_floor(lat, 0.9) * 1e3, "n": len(lat),
                                 "missing": len(started) - len(lat)}
     log(f"  [{kind}] second process p50 {res['second_process_ms']['p50']:.2f} ms "
         f"({len(lat)} of {len(started)})")
@@ -227,9 +213,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from pgserver import PgServer, find_bin
 
     program = grantlog.compile(paths=[str(RULES)])
-    results: dict[str, Any] = {"sizes": [], "git": subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-        cwd=ROOT).stdout.strip(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    results: dict[str, Any] = {"sizes": [], **run_info()}
     pg = PgServer(durable=True).start() if "postgres" in args.stores and find_bin() else None
     try:
         for size in args.sizes:
@@ -309,10 +293,6 @@ def table(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_results(text: str) -> None:
-    replace_section(HEADING, text)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     p.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
@@ -331,7 +311,7 @@ def main() -> None:
     text = table(res)
     print(text)
     if args.write:
-        write_results(text)
+        replace_section(HEADING, text)
 
 
 if __name__ == "__main__":

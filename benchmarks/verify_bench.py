@@ -13,24 +13,17 @@ from __future__ import annotations
 
 import argparse
 import gc
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "tests"))
+import gravitino_workload as gw
+from harness import ROOT, timed
 
-import gravitino_workload as gw  # noqa: E402
-from pgserver import PgServer  # noqa: E402
-
-import grantlog  # noqa: E402
-from grantlog.store import open_store  # noqa: E402
+import grantlog
+from grantlog.store import open_store
 
 
 def measure(kind: str, url: str, program: grantlog.Program, w: Any, repeat: int) -> None:
@@ -50,20 +43,20 @@ def measure(kind: str, url: str, program: grantlog.Program, w: Any, repeat: int)
     gc.collect()
     st = open_store(url, create=False)
     st.attach()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
+    def verify() -> Any:
         report = st.verify()
-        times.append(time.perf_counter() - t0)
         assert report.ok, report.render()
+        return report
+
+    t = timed(verify, repeat)
     st.close()
     t0 = time.perf_counter()
     cli = subprocess.run([sys.executable, "-m", "grantlog.cli", "store", "verify", url],
                          capture_output=True, text=True)
     seconds = time.perf_counter() - t0
     print(f"[{kind}] bulk load {load:.2f} s; one-fact transaction {one * 1e3:.2f} ms; verify "
-          f"best {min(times):.2f} s, median {statistics.median(times):.2f} s "
-          f"({', '.join(f'{t:.2f}' for t in times)}); the command {seconds:.2f} s, exit "
+          f"best {t.best:.2f} s, median {t.median:.2f} s "
+          f"({', '.join(f'{x:.2f}' for x in t.times)}); the command {seconds:.2f} s, exit "
           f"{cli.returncode}", flush=True)
 
 
@@ -72,6 +65,8 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1_000_000, help="tables (default 1000000)")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    from pgserver import PgServer  # tests/pgserver.py (on the path through harness)
+
     program = grantlog.compile(paths=[str(ROOT / "rules" / "gravitino.gl")])
     t0 = time.perf_counter()
     w = gw.generate(args.size, seed=1)

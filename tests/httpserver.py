@@ -20,11 +20,13 @@ def free_port() -> int:
 
 
 def serve(tmp: Path, *extra: str, env: dict[str, str] | None = None,
-          preexec_fn: Callable[[], None] | None = None,
+          preexec_fn: Callable[[], None] | None = None, ready: str = "/healthz",
+          timeout: float = 60,
           ) -> tuple[subprocess.Popen[bytes], str]:
-    """``grantlog serve --port P *extra``, once it answers /healthz; its stderr goes to a
-    file in ``tmp`` (shown if it dies while starting). ``preexec_fn``: run in the server's
-    process before it starts (resource limits, say)."""
+    """``grantlog serve --port P *extra``, once it answers ``ready`` (/healthz) within
+    ``timeout`` seconds; its stderr goes to a file in ``tmp`` (shown if it dies while
+    starting). ``preexec_fn``: run in the server's process before it starts (resource limits,
+    say). The benchmarks start their servers here too (benchmarks/harness.py)."""
     port = free_port()
     log = tmp / f"serve-{port}.log"
     proc = subprocess.Popen(
@@ -32,15 +34,16 @@ def serve(tmp: Path, *extra: str, env: dict[str, str] | None = None,
         stdout=subprocess.DEVNULL, stderr=open(log, "wb"),  # noqa: SIM115
         env={**os.environ, "GRANTLOG_TOKENS": "", **(env or {})}, preexec_fn=preexec_fn)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(log.read_text())
         try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+            if httpx.get(url + ready, timeout=1).status_code == 200:
                 return proc, url
         except httpx.HTTPError:
-            time.sleep(0.1)
+            pass
+        time.sleep(0.1)  # not answering yet, or not ready (a store still loading)
     proc.kill()
     raise RuntimeError("the server did not start")
 

@@ -79,6 +79,11 @@ class Engine:
         return {}
 
 
+def quoted(x: str, mark: str) -> str:
+    """``x`` as a string literal between ``mark`` quotes, backslash-escaped."""
+    return mark + x.replace("\\", "\\\\").replace(mark, "\\" + mark) + mark
+
+
 def pkg_version(name: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 

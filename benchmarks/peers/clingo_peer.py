@@ -15,11 +15,12 @@ combined with each table's own grants.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gravitino_workload as gw
 
-from peers.base import Engine, Facts, Row, pkg_version
+from peers.base import Engine, Facts, Row, pkg_version, quoted
 
 BASE = """
 anc(A, O) :- contains(A, O).
@@ -88,8 +89,7 @@ b_allowed(s, U, T) :- b_usesch(s, U), b_auth(s, U, "modify_table", T).
 """
 
 
-def lit(x: str) -> str:
-    return '"' + x.replace("\\", "\\\\").replace('"', '\\"') + '"'
+lit = functools.partial(quoted, mark='"')
 
 
 class ClingoEngine(Engine):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gravitino_workload as gw
 
-from peers.base import Engine, Facts, Row, pkg_version
+from peers.base import Engine, Facts, Row, pkg_version, quoted
 
 # The model in pyDatalog's rule syntax. Recursion and joins are ordered for the bound queries
 # the checks ask (the object is always bound): ancestry walks up from the object.
@@ -45,8 +46,7 @@ allowed(U, 'drop_table', T) <= usable(U, T) & controls(U, T)
 """
 
 
-def lit(x: str) -> str:
-    return "'" + x.replace("\\", "\\\\").replace("'", "\\'") + "'"
+lit = functools.partial(quoted, mark="'")
 
 
 class PyDatalogEngine(Engine):

@@ -37,6 +37,9 @@ Term = Var | Const
 
 @dataclass(frozen=True)
 class Atom:
+    """``rel(args...)``: a relation applied to terms; a clause's head, a body literal, a
+    fact, a goal."""
+
     rel: str
     args: tuple[Term, ...] = ()
     span: Span = field(default=NO_SPAN, compare=False, repr=False, kw_only=True)
@@ -83,7 +86,8 @@ class Column:
 
 @dataclass(frozen=True)
 class Decl:
-    """A relation declaration ``rel name(col: type, ...).``"""
+    """A relation declaration ``rel name(col: type, ...).``; each annotation as written
+    without its ``@``: ``materialize``, or with its argument, ``hierarchy(edge)``."""
 
     name: str
     columns: tuple[Column, ...] = ()
@@ -94,6 +98,8 @@ class Decl:
 
 @dataclass(frozen=True)
 class Import:
+    """``import "path".``: the statements of another file join this one's."""
+
     path: str
     doc: tuple[str, ...] = ()
     span: Span = field(default=NO_SPAN, compare=False, repr=False, kw_only=True)

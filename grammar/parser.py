@@ -59,7 +59,16 @@ _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
 
 #: annotations a relation declaration may carry
-ANNOTATIONS = ("materialize", "demand", "decision", "writable")
+ANNOTATIONS = ("materialize", "demand", "decision", "writable", "hierarchy")
+#: the arguments an annotation takes (one of them, always); the others take none
+ANNOTATION_ARGS = {"hierarchy": ("edge", "type", "closure", "strict")}
+
+
+def split_annotation(note: str) -> tuple[str, str | None]:
+    """An annotation as the AST keeps it (``hierarchy(edge)``) as its name and its argument
+    (``("hierarchy", "edge")``; ``("demand", None)`` without one)."""
+    name, paren, arg = note.partition("(")
+    return (name, arg[:-1]) if paren else (name, None)
 
 
 class _SpannedSyntaxError(Exception):
@@ -178,8 +187,9 @@ class _ToAst(Transformer[Token, Any]):
         name, typ = ch
         return ast.Column(str(name), str(typ) if typ is not None else None, span=self._s(meta))
 
-    def annotation(self, meta: Meta, ch: list[Token]) -> tuple[str, Span]:
-        return (str(ch[0]), self._s(meta))
+    def annotation(self, meta: Meta, ch: list[Token | None]) -> tuple[str, Span]:
+        name, arg = ch
+        return (f"{name}({arg})" if arg is not None else str(name), self._s(meta))
 
     def decl(self, meta: Meta, ch: list[Any]) -> ast.Decl:
         notes = [c for c in ch if isinstance(c, tuple)]

@@ -2,56 +2,77 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from grantlog import engine
-from grantlog.engine.core import ir
-from grantlog.engine.core.results import Delta
+from grantlog.engine.core import backends, ir
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 if TYPE_CHECKING:
     from grantlog.store import Store
+    from grantlog.store.follow import Follower
 
 
 class Reasoner(engine.Reasoner):
     """Answers questions about a compiled program over base facts that change at run time.
 
+    ``backend``: the evaluator (engine/core/backends.py: ``memory``, the default, or
+    ``pydatalog``, an independent oracle behind the same methods).
+
     ``store="sqlite:///facts.db"`` (or ``postgresql://...``, or an open store) keeps the base
     facts durable: every transaction is written to the store before it becomes visible, and
     transactions of other processes on the same store are followed from its change log
     (``follow=False`` follows only on demand: :meth:`sync`, ``at_least=``). See
-    grantlog/store/reasoner.py. ``verify=True`` checks the store against its change log
+    grantlog/store/journal.py. ``verify=True`` checks the store against its change log
     first and refuses a corrupt one (``store-corrupt``; grantlog/store/verify.py).
     """
 
     def __new__(cls, program: ir.Program, watch: Iterable[str] | str = (),
-                backend: str = "memory", store: str | Store | None = None,
+                backend: str = backends.MEMORY, store: str | Store | None = None,
                 follow: bool = True, verify: bool = False) -> Any:
-        if store is None:
-            return engine.Reasoner.__new__(cls, program, watch, backend)
-        if backend != "memory":
+        if backend == backends.MEMORY:
+            return super().__new__(cls)
+        if store is not None:
             raise GrantlogError([error(
                 "unsupported-feature", f"the `{backend}` backend does not read a store",
                 Span("<api>", 0, 0, 0, 0), "use the default in-memory backend with `store=`")])
-        from grantlog.store.reasoner import StoredReasoner
-
-        return engine.Reasoner.__new__(StoredReasoner, program, watch)
+        return backends.create(backend, program, watch)
 
     def __init__(self, program: ir.Program, watch: Iterable[str] | str = (),
-                 backend: str = "memory", store: str | Store | None = None,
+                 backend: str = backends.MEMORY, store: str | Store | None = None,
                  follow: bool = True, verify: bool = False) -> None:
-        super().__init__(program, watch, backend)
-        #: called with the ``Changes`` of every transaction this reasoner applies — its own
-        #: and, with a store, other processes' (under the reasoner's lock: keep them short)
-        self.listeners: list[Callable[[engine.Changes], None]] = []
+        #: the store holding the base facts (None: they live in memory only)
+        self.store: Store | None = None
+        self._follower: Follower | None = None
+        if store is None:
+            super().__init__(program, watch)
+            return
+        from grantlog.store import check, open_store
+        from grantlog.store.journal import StoreJournal
 
-    def _apply(self, ins: Delta, dels: Delta, watch: frozenset[str],
-               revision: int) -> engine.Changes:
-        changes = super()._apply(ins, dels, watch, revision)
-        for fn in self.listeners:
-            fn(changes)
-        return changes
+        if isinstance(store, str):
+            st = open_store(store, program, verify=verify)
+        else:
+            st = store
+            if verify:
+                check(st)
+        journal = StoreJournal(st, owns=isinstance(store, str))
+        try:
+            super().__init__(program, watch, journal=journal)
+        except BaseException:
+            journal.close()
+            raise
+        self.store = st
+        if follow:
+            from grantlog.store.follow import Follower
+
+            self._follower = Follower(st, self.sync)
+
+    @property
+    def follow_error(self) -> GrantlogError | None:
+        """The follower's last error (None while the store answers, or without a follower)."""
+        return None if self._follower is None else self._follower.error
 
     def load(self, paths: Iterable[str], relation: str | None = None,
              watch: Iterable[str] | str = ()) -> engine.Changes:
@@ -66,7 +87,11 @@ class Reasoner(engine.Reasoner):
         return tx.changes
 
     def close(self) -> None:
-        """Release what the reasoner holds (a store's connections and follower)."""
+        """Release what the reasoner holds: stop following, and close the store if this
+        reasoner opened it."""
+        if self._follower is not None:
+            self._follower.close()
+        super().close()
 
     def __enter__(self) -> Reasoner:
         return self

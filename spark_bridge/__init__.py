@@ -13,82 +13,21 @@ package runs, never by ``import grantlog`` or ``import grantlog.spark_bridge``.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from grantlog.engine.core.ir import Program, Row
 
+from .evaluator import run
 from .schema import InputSpec, load_mapping, parse_input_arg
 
-if TYPE_CHECKING:
-    from .evaluator import Progress, SparkResult
 
-
-def evaluate(
-    program: Program,
-    spark: Any,
-    inputs: Mapping[str, Any] | None = None,
-    *,
-    with_reasons: bool = False,
-    closure: str = "auto",
-    max_iterations: int = 10_000,
-    broadcast_rows: int = 100_000,
-    progress: Progress | None = None,
-    goal: str | None = None,
-    where: str | None = None,
-) -> dict[str, Any]:
+def evaluate(program: Program, spark: Any, inputs: Mapping[str, Any] | None = None,
+             **options: Any) -> dict[str, Any]:
     """Evaluate ``program`` on ``spark``: one DataFrame per relation (base and derived).
-
-    ``inputs`` maps base relations to DataFrames whose columns are the relation's column names
-    (``c0, c1, ...`` for undeclared relations); they add to the facts written in the rule
-    files. Input schemas are checked before any job runs (``GrantlogError``, code
-    ``bad-input``). ``with_reasons`` adds ``rule``, ``reason_rel``, ``reason_row`` to the
-    decision relation. ``closure``: ``auto`` (GraphFrames when its jar is on the classpath,
-    else path doubling, for transitive-closure strata), ``doubling``, ``graphframes`` (fail
-    when unavailable) or ``semi-naive`` (no special case). A recursive stratum that runs more
-    than ``max_iterations`` rounds fails with ``iteration-limit``. Base relations of at most
-    ``broadcast_rows`` rows are broadcast in joins (0 turns hints off and skips counting
-    inputs).
-
-    ``goal`` (one atom, e.g. ``'allowed(U, load_table, T)'``) and ``where`` (literals sharing
-    its variables, e.g. ``'catalog_of(T, "m1.c1")'``) ask for part of one relation: the
-    program is first rewritten for that goal (demand / magic sets, engine/magic.py) so that
-    only what the answers need is derived, and ``result[<goal relation>]`` holds exactly the
-    rows of the goal relation that match the goal and satisfy ``where`` (with reasons when
-    ``with_reasons``). The rewritten program's own relations are in the result too, under
-    their names (``allowed__fcb``, ``magic__allowed__fcb``, ...).
-    """
-    return run(program, spark, inputs, with_reasons=with_reasons, closure=closure,
-               max_iterations=max_iterations, broadcast_rows=broadcast_rows,
-               progress=progress, goal=goal, where=where).relations
-
-
-def run(
-    program: Program,
-    spark: Any,
-    inputs: Mapping[str, Any] | None = None,
-    *,
-    with_reasons: bool = False,
-    closure: str = "auto",
-    max_iterations: int = 10_000,
-    broadcast_rows: int = 100_000,
-    materialize: str = "shared",
-    progress: Progress | None = None,
-    goal: str | None = None,
-    where: str | None = None,
-    restrict: Collection[str] | None = None,
-) -> SparkResult:
-    """Like :func:`evaluate`, returning a :class:`SparkResult` (relations, column kinds,
-    per-stratum reports, the join plans used, the demand rewrite of a goal).
-    ``materialize="all"`` checkpoints every stratum (row counts for every stratum in the
-    reports). ``restrict``: with a goal, the derived relations computed on demand (default:
-    :func:`grantlog.engine.plan.magic.default_restricted`; ``program.derived`` restricts all)."""
-    from .evaluator import run as _run
-
-    return _run(program, spark, inputs, with_reasons=with_reasons, closure_strategy=closure,
-                max_iterations=max_iterations, broadcast_rows=broadcast_rows,
-                materialize=materialize, progress=progress, goal=goal, where=where,
-                restrict=restrict)
+    ``inputs`` and the keyword ``options`` (``with_reasons``, ``closure``, ``goal``,
+    ``where``, ...) are :func:`run`'s."""
+    return run(program, spark, inputs, **options).relations
 
 
 def read_inputs(

@@ -12,7 +12,7 @@
 Writes each chosen relation (default: every derived relation; with ``--goal``, the goal's
 answers) to ``DIR/<rel>/`` as Parquet and prints progress per stratum and iteration (rows,
 seconds) on stderr. ``--goal 'allowed(U, load_table, T)' --where 'catalog_of(T, "m1.c1")'``
-computes only those rows of ``allowed`` (the program rewritten for the goal, engine/magic.py)
+computes only those rows of ``allowed`` (the program rewritten for the goal, engine/plan/magic.py)
 and writes them to ``DIR/allowed/``. ``--filters load_table --type table --subjects-from
 metalake_user`` writes each subject's data filter instead (``DIR/filters/``: one row per
 subject, the condition as JSON; spark_bridge/filters.py), for access reviews that join them
@@ -78,11 +78,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def add_parser(sub: Any) -> None:
+    """Register ``spark`` with the main command line for its help listing: ``grantlog spark
+    ...`` is handed to :func:`main` before the main parser runs (this parser reads the rest)."""
+    sub.add_parser("spark", help="bulk run on Spark (see `grantlog spark run -h`)",
+                   add_help=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; ``argv`` are the arguments after ``spark``."""
+    from grantlog.engine import compile_program
     from grantlog.grammar.diagnostics import GrantlogError
-
-    import grantlog
 
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
 
@@ -90,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     try:
-        program = grantlog.compile(paths=args.rules, strict=args.strict)
+        program = compile_program(paths=args.rules, strict=args.strict)
         for w in program.warnings:
             say(w.render(program.sources))
         from . import read_inputs, run

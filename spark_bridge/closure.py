@@ -28,59 +28,22 @@ finding runs as DataFrame joins, so this is a faithful use of the library, not a
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from grantlog.engine.core import ir
+from grantlog.engine.core.analyses import Closure, closures
 
 
-@dataclass(frozen=True)
-class ClosureShape:
-    rel: str
-    edge: str
-    kind: str  # "left-linear", "right-linear", "non-linear"
-
-
-def _vars(args: tuple[ir.Term, ...]) -> tuple[str, ...] | None:
-    names = [a.name for a in args if isinstance(a, ir.Var) and not a.name.startswith("_?")]
-    return tuple(names) if len(names) == len(args) and len(set(names)) == len(names) else None
-
-
-def closure_shape(program: ir.Program, stratum: ir.Stratum) -> ClosureShape | None:
-    """The transitive-closure shape of a stratum (see the module doc), or None."""
+def closure_shape(program: ir.Program, stratum: ir.Stratum) -> Closure | None:
+    """The transitive-closure shape of a stratum (see the module doc; recognised on the IR by
+    engine/core/analyses.py), or None: the stratum must be that one recursive relation, with
+    no facts of its own."""
     if not stratum.recursive or len(stratum.relations) != 1 or len(stratum.rules) != 2:
         return None
     p = stratum.relations[0]
-    if program.relations[p].arity != 2 or any(f.rel == p for f in program.facts):
+    if any(f.rel == p for f in program.facts):
         return None
-    rules = [program.rules[i] for i in stratum.rules]
-    exits = [r for r in rules if all(not (isinstance(b, ir.Atom) and b.rel == p)
-                                     for b in r.body)]
-    if len(exits) != 1:
-        return None
-    ex = exits[0]
-    rec = rules[1] if rules[0] is ex else rules[0]
-    hv = _vars(ex.head.args)
-    if (hv is None or len(ex.body) != 1 or not isinstance(ex.body[0], ir.Atom)
-            or _vars(ex.body[0].args) != hv):
-        return None
-    e = ex.body[0].rel
-    head = _vars(rec.head.args)
-    if head is None or len(rec.body) != 2 or not all(isinstance(b, ir.Atom) for b in rec.body):
-        return None
-    x, z = head
-    atoms = [b for b in rec.body if isinstance(b, ir.Atom)]
-    for first, second in (atoms, atoms[::-1]):
-        a, b = _vars(first.args), _vars(second.args)
-        if a is None or b is None or a[0] != x or b[1] != z or a[1] != b[0]:
-            continue
-        if a[1] in (x, z):
-            continue
-        kinds = {(p, e): "left-linear", (e, p): "right-linear", (p, p): "non-linear"}
-        kind = kinds.get((first.rel, second.rel))
-        if kind:
-            return ClosureShape(p, e, kind)
-    return None
+    return closures(program).get(p)
 
 
 # ---------------------------------------------------------------------------------------------

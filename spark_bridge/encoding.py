@@ -2,7 +2,7 @@
 
 Inside an evaluation every column of every relation is a ``StringType`` column holding the
 *internal encoding* of a grantlog value, so joins, ``distinct``, set difference and comparisons
-need no knowledge of types, and comparisons follow the engine's order (engine/codegen.py
+need no knowledge of types, and comparisons follow the engine's order (engine/plan/codegen.py
 ``compare``: integers numerically, strings by code point, every integer before every string):
 
 * a string ``s`` is ``"1" + s``;

@@ -1,11 +1,11 @@
-"""A compiled program on Spark: each rule's join plan (engine/plan.py steps) as DataFrame
+"""A compiled program on Spark: each rule's join plan (engine/plan/join.py steps) as DataFrame
 operations.
 
 The steps are the in-memory engine's kinds (``Scan``, ``Filter``, ``Assign``, ``NegCheck``), one
 plan per rule and one delta variant per recursive body atom, in a Spark-minded join order
 (planner.py: delta and magic atoms first, joins on shared variables, no cross join while another
 atom is joined). A goal (``run(..., goal=, where=)``) first rewrites the program for it
-(engine/magic.py). A plan's steps become, left to right:
+(engine/plan/magic.py). A plan's steps become, left to right:
 
 * ``Scan`` — filter the relation on its constants and repeated variables, project the columns
   still needed, then an inner equi-join with the bindings so far on the bound variables (the
@@ -29,6 +29,7 @@ path doubling when the stratum is a transitive closure (closure.py).
 
 from __future__ import annotations
 
+import operator
 import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -41,7 +42,8 @@ from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan
 from grantlog.engine.plan.magic import Demand, demand
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
-from . import closure, encoding, planner, schema
+from . import encoding, planner, schema
+from .closure import closure_shape, doubling, graphframes_status
 
 Progress = Callable[[str], None]
 #: a non-recursive relation whose lazy plan would read more relations than this (counting the
@@ -68,25 +70,21 @@ class SparkResult:
     kinds: dict[str, tuple[schema.Kind, ...]]
     strata: list[StratumReport] = field(default_factory=list)
     plans: list[str] = field(default_factory=list)
-    #: the demand rewrite a goal was answered with (engine/magic.py), else None
+    #: the demand rewrite a goal was answered with (engine/plan/magic.py), else None
     demand: Demand | None = None
+
+
+#: a comparison of two internal encodings (they order like the values), as a Column
+_SPARK_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+    ">": operator.gt, ">=": operator.ge}
 
 
 def _spark_compare(op: str, left: Any, right: Any) -> Any:
     """a comparison of two internal encodings (they order like the values)"""
-    if op == "=":
-        return left == right
-    if op == "!=":
-        return left != right
-    if op == "<":
-        return left < right
-    if op == "<=":
-        return left <= right
-    if op == ">":
-        return left > right
-    if op == ">=":
-        return left >= right
-    raise ValueError(op)
+    if op not in _SPARK_COMPARE:
+        raise ValueError(op)
+    return _SPARK_COMPARE[op](left, right)
 
 
 def rel_cols(arity: int) -> list[str]:
@@ -265,17 +263,8 @@ class _Run:
         for i, s in enumerate(steps):
             if isinstance(s, Scan):
                 src = (deltas if s.source == "delta" else sources)[s.rel]
-                conds = []
-                proj: dict[str, Any] = {}
-                join_on: list[str] = []
-                for col, t in zip(s.key_cols, s.key_terms, strict=True):
-                    if isinstance(t, ir.Const):
-                        conds.append(F.col(f"c{col}") == F.lit(encoding.encode(t.value)))
-                    elif v(t.name) in proj:
-                        conds.append(F.col(f"c{col}") == proj[v(t.name)])
-                    else:
-                        proj[v(t.name)] = F.col(f"c{col}")
-                        join_on.append(v(t.name))
+                conds, proj = _key(s.key_cols, s.key_terms, v)
+                join_on = list(proj)
                 first: dict[str, int] = {}
                 for col, name in s.out:
                     first[name] = col
@@ -309,15 +298,7 @@ class _Run:
                 b = (self._unit() if b is None else b).withColumn(v(s.var), expr(s.value))
             else:
                 neg = sources[s.rel]
-                nconds = []
-                nproj: dict[str, Any] = {}
-                for col, t in zip(s.key_cols, s.key_terms, strict=True):
-                    if isinstance(t, ir.Const):
-                        nconds.append(F.col(f"c{col}") == F.lit(encoding.encode(t.value)))
-                    elif v(t.name) in nproj:
-                        nconds.append(F.col(f"c{col}") == nproj[v(t.name)])
-                    else:
-                        nproj[v(t.name)] = F.col(f"c{col}")
+                nconds, nproj = _key(s.key_cols, s.key_terms, v)
                 for c in nconds:
                     neg = neg.filter(c)
                 nright = neg.select(*[e.alias(n) for n, e in nproj.items()])
@@ -442,11 +423,11 @@ class _Run:
         if self.closure_strategy != "semi-naive" and not any(
                 r in self.inputs for r in st.relations) and not (
                 self.with_reasons and self.decision in st.relations):
-            shape = closure.closure_shape(self.program, st)
+            shape = closure_shape(self.program, st)
         if shape is not None:
             use_gf = False
             if self.closure_strategy in ("auto", "graphframes"):
-                ok, why = closure.graphframes_status(self.spark)
+                ok, why = graphframes_status(self.spark)
                 if not ok and self.closure_strategy == "graphframes":
                     raise GrantlogError([error("spark-unsupported", why, NO_SPAN)])
                 use_gf = ok
@@ -463,7 +444,7 @@ class _Run:
                 self.progress(f"stratum {st.index} [{shape.rel}] {strategy} round {k}: "
                               f"+{n} rows")
 
-            total, rounds = closure.doubling(
+            total, rounds = doubling(
                 self.full[shape.edge], self.materialize, say, self.max_iterations,
                 self._cap(st), use_gf)
             self.full[shape.rel] = total
@@ -631,13 +612,31 @@ class _Run:
         return out
 
 
+def _key(cols: tuple[int, ...], terms: tuple[ir.Term, ...],
+         v: Callable[[str], str]) -> tuple[list[Any], dict[str, Any]]:
+    """A lookup's key on a relation's columns: the filters (a constant; a variable met before
+    in the key) and the columns to join on, by the (internal) variable name ``v`` gives."""
+    from pyspark.sql import functions as F
+
+    conds: list[Any] = []
+    proj: dict[str, Any] = {}
+    for col, t in zip(cols, terms, strict=True):
+        if isinstance(t, ir.Const):
+            conds.append(F.col(f"c{col}") == F.lit(encoding.encode(t.value)))
+        elif v(t.name) in proj:
+            conds.append(F.col(f"c{col}") == proj[v(t.name)])
+        else:
+            proj[v(t.name)] = F.col(f"c{col}")
+    return conds, proj
+
+
 def full_on_spark(program: ir.Program, inputs: Collection[str] = ()) -> set[str]:
     """Relations a goal's rewrite leaves unrestricted on Spark: transitive closures (path
     doubling computes them in full in about log2(depth) rounds, where a restricted closure
     would take one round per level) and derived relations given rows as inputs."""
     out = {rel for rel in inputs if rel in program.derived}
     for st in program.strata:
-        shape = closure.closure_shape(program, st)
+        shape = closure_shape(program, st)
         if shape is not None:
             out.add(shape.rel)
     return out
@@ -649,7 +648,7 @@ def run(
     inputs: Mapping[str, Any] | None = None,
     *,
     with_reasons: bool = False,
-    closure_strategy: str = "auto",
+    closure: str = "auto",
     max_iterations: int = 10_000,
     broadcast_rows: int = 100_000,
     materialize: str = "shared",
@@ -658,9 +657,28 @@ def run(
     where: str | None = None,
     restrict: Collection[str] | None = None,
 ) -> SparkResult:
-    """Evaluate ``program`` on ``spark``; see :func:`grantlog.spark_bridge.evaluate`."""
-    if closure_strategy not in ("auto", "doubling", "graphframes", "semi-naive"):
-        raise ValueError(f"unknown closure strategy {closure_strategy!r}")
+    """Evaluate ``program`` on ``spark``: a :class:`SparkResult` (one DataFrame per relation,
+    base and derived; column kinds, per-stratum reports, join plans, a goal's demand rewrite).
+
+    ``inputs``: base relation -> DataFrame with the relation's column names (``c0, c1, ...``
+    when undeclared), added to the rule files' facts; schemas are checked before any job runs
+    (``bad-input``). ``with_reasons`` adds ``rule``, ``reason_rel``, ``reason_row`` to the
+    decision relation. ``closure``: ``auto`` (GraphFrames when its jar is on the classpath,
+    else path doubling, for transitive-closure strata), ``doubling``, ``graphframes`` (fail
+    when unavailable) or ``semi-naive``. A recursive stratum running more than
+    ``max_iterations`` rounds fails with ``iteration-limit``. Base relations of at most
+    ``broadcast_rows`` rows are broadcast (0: no hints, inputs not counted).
+    ``materialize="all"`` checkpoints every stratum (row counts in every report).
+
+    ``goal`` (one atom, ``'allowed(U, load_table, T)'``) and ``where`` (literals sharing its
+    variables, ``'catalog_of(T, "m1.c1")'``): the program is first rewritten for the goal
+    (demand / magic sets, engine/plan/magic.py; ``restrict``: the derived relations computed
+    on demand, default :func:`~grantlog.engine.plan.magic.default_restricted`), and
+    ``relations[<goal relation>]`` holds exactly the goal's matching rows that satisfy
+    ``where``; the rewritten program's relations (``allowed__fcb``, ``magic__allowed__fcb``)
+    are there too."""
+    if closure not in ("auto", "doubling", "graphframes", "semi-naive"):
+        raise ValueError(f"unknown closure strategy {closure!r}")
     if materialize not in ("shared", "cache", "all"):
         raise ValueError(f"unknown materialize mode {materialize!r}")
     inputs = dict(inputs or {})
@@ -668,7 +686,7 @@ def run(
         if where is not None:
             raise ValueError("`where` needs a `goal`")
         r = _Run(program, spark, inputs, with_reasons=with_reasons,
-                 closure_strategy=closure_strategy, max_iterations=max_iterations,
+                 closure_strategy=closure, max_iterations=max_iterations,
                  broadcast_rows=broadcast_rows, materialize=materialize, progress=progress)
         r.run()
         return SparkResult(r.results(), r.kinds, r.reports, r.plans)
@@ -685,7 +703,7 @@ def run(
                  f"relations ({len(d.magic)} magic), answers in `{d.answer}`")
     used = {rel: df for rel, df in inputs.items() if rel in d.program.relations}
     r = _Run(d.program, spark, used, with_reasons=with_reasons,
-             closure_strategy=closure_strategy, max_iterations=max_iterations,
+             closure_strategy=closure, max_iterations=max_iterations,
              broadcast_rows=broadcast_rows, materialize=materialize, progress=progress,
              seeds=d.magic, display=d.origin, decision=d.goal_relation)
     r.run()

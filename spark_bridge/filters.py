@@ -1,4 +1,4 @@
-"""A data filter (``Reasoner.filter``, engine/residual.py) as a PySpark ``Column`` over a
+"""A data filter (``Reasoner.filter``, engine/answer/residual.py) as a PySpark ``Column`` over a
 DataFrame of resources laid out as grantlog/filters.py's :class:`~grantlog.filters.Layout`
 says: ``df.where(to_column(f, layout))`` keeps the resources the filter admits.
 
@@ -103,20 +103,21 @@ def bulk_filters(program: Any, spark: Any, facts: dict[str, list[tuple[Any, ...]
     n = max(1, min(len(subjects), partitions or sc.defaultParallelism))
 
     def task(chunk: Any) -> Any:
-        import grantlog
+        from grantlog.engine import Reasoner, compile_program
+        from grantlog.grammar import GrantlogError
 
         todo = list(chunk)
         if not todo:
             return
         files, given = shipped.value
-        r = grantlog.Reasoner(grantlog.compile(paths=sorted(files), files=files, disk=False))
+        r = Reasoner(compile_program(paths=sorted(files), files=files, disk=False))
         with r.transaction() as tx:
             for rel, rows in given.items():
                 tx.insert(rel, rows)
         for s in todo:
             try:
                 f = r.filter(s, operation, type)
-            except grantlog.GrantlogError as err:
+            except GrantlogError as err:
                 yield (str(s), operation, type, r.revision, None, err.diagnostics[0].render())
                 continue
             yield (str(s), operation, type, f.revision,

@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -28,6 +29,31 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_DIR = ROOT / "tests" / "golden"
 UPDATE = os.environ.get("GRANTLOG_UPDATE_GOLDENS") == "1"
+
+
+T = TypeVar("T")
+
+
+def within(seconds: float, fn: Callable[[], T]) -> T:
+    """``fn()``, failing the test instead of hanging when it does not finish in time (in a
+    daemon thread: a runaway loop cannot keep the test run alive)."""
+    out: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            out.append(fn())
+        except BaseException as e:  # re-raised in the test's thread
+            errors.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        pytest.fail(f"did not terminate within {seconds}s")
+    if errors:
+        raise errors[0]
+    return out[0]
 
 
 def check_golden(name: str, actual: str) -> None:

@@ -29,7 +29,9 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from hypothesis import note
 from hypothesis import strategies as st
 
 Value = str | int
@@ -158,7 +160,7 @@ def _body(
         if "_" not in fresh:
             plain.append(lits[-1])
         bound.extend(v for v in fresh if v not in bound and v != "_")
-    # now and then a body longer than the code generator's nesting limit (engine/codegen.py
+    # now and then a body longer than the code generator's nesting limit (engine/plan/codegen.py
     # MAX_LOOPS = 16): repeat atoms without `_` (a repeated atom changes nothing)
     if plain and draw(st.integers(0, 15)) == 15:
         while len(lits) < 18:
@@ -251,6 +253,27 @@ def goal_bodies(draw: st.DrawFn, prog: Program) -> list[str]:
 def goals(draw: st.DrawFn, prog: Program) -> str:
     """A safe goal, as text."""
     return ", ".join(draw(goal_bodies(prog))) + draw(st.sampled_from(["", "."]))
+
+
+def program_and_goal(data: st.DataObject) -> tuple[Program, str, str]:
+    """A generated program, a goal over it, and its text (noted in the example's report)."""
+    prog = data.draw(programs(), label="program")
+    goal = data.draw(goals(prog), label="goal")
+    text = prog.text()
+    note(text)
+    return prog, goal, text
+
+
+def apply_op(target: Any, op: tuple[str, str, list[Row]], current: dict[str, set[Row]]) -> None:
+    """One generated update (``insert`` or ``retract``) applied to ``target`` (a reasoner or
+    a transaction) and to the expected base facts ``current``."""
+    kind, rel, rows = op
+    if kind == "insert":
+        target.insert(rel, rows)
+        current.setdefault(rel, set()).update(rows)
+    else:
+        target.retract(rel, rows)
+        current.get(rel, set()).difference_update(rows)
 
 
 @dataclass
@@ -770,23 +793,19 @@ def _replace_at(doc: Json, path: tuple[str | int, ...], fn: Callable[[Json], Jso
     if not path:
         return fn(doc)
     head, rest = path[0], path[1:]
+    new: Any
     if isinstance(doc, dict) and isinstance(head, str):
         new = dict(doc)
-        value = _replace_at(doc[head], rest, fn)
-        if value is _DELETE:
-            del new[head]
-        else:
-            new[head] = value
-        return new
-    if isinstance(doc, list) and isinstance(head, int):
-        new_list = list(doc)
-        value = _replace_at(doc[head], rest, fn)
-        if value is _DELETE:
-            del new_list[head]
-        else:
-            new_list[head] = value
-        return new_list
-    return doc
+    elif isinstance(doc, list) and isinstance(head, int):
+        new = list(doc)
+    else:
+        return doc
+    value = _replace_at(doc[head], rest, fn)
+    if value is _DELETE:
+        del new[head]
+    else:
+        new[head] = value
+    return new
 
 
 _DELETE: Json = {"__delete__": None}

@@ -180,7 +180,7 @@ def test_a_long_chain_of_one_rule_views_is_unfolded() -> None:
     chain = "\n".join(f"r{i + 1}(X) :- r{i}(X)." for i in range(1, n))
     r = grantlog.Reasoner(grantlog.compile(f"b(1).\nr1(X) :- b(X).\n{chain}\n"))
     assert r.ask(f"r{n}(1)") and not r.ask(f"r{n}(2)")
-    assert len(r._plans.unfolded) == n - 1
+    assert len(r.planner.unfolded) == n - 1
 
 
 def test_backend_names_are_checked() -> None:

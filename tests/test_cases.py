@@ -8,13 +8,15 @@ does not use grantlog's parser, so a parser bug cannot cancel itself out.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import pytest
+from conftest import within
+from grantlog.grammar.diagnostics import NO_SPAN
+from grantlog.grammar.parser import unescape
 
 import grantlog
 
@@ -39,7 +41,6 @@ _WARNING = re.compile(rf"warning:\s*({_CODE}){_POS}")
 _ASK = re.compile(r"ask(\s+not)?:\s*(.+)")
 _ROW = re.compile(rf"({_IDENT})(?:\((.*)\))?\.")
 _ARG = re.compile(rf'\s*(?:(-?[0-9]+)|"((?:[^"\\]|\\.)*)"|({_IDENT}))\s*(,|$)')
-_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
 
 class CaseFormatError(Exception):
@@ -64,20 +65,11 @@ class Case:
 
 
 def _unescape(body: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\":
-            nxt = body[i + 1]
-            if nxt not in _ESCAPES:
-                raise CaseFormatError(f"unknown escape \\{nxt} in an expected row")
-            out.append(_ESCAPES[nxt])
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    """A string of an expected row: escapes as in rule text (grammar/parser.py)."""
+    try:
+        return unescape(f'"{body}"', NO_SPAN)
+    except Exception as exc:  # the parser's syntax error
+        raise CaseFormatError(f"{exc} in an expected row") from None
 
 
 def parse_row(text: str) -> tuple[str, Row]:
@@ -268,31 +260,6 @@ KNOWN_GAPS: dict[str, dict[str, str]] = {
 #: recursive shapes when translated naively) must fail the test, not block the run. Spark's
 #: bound is generous: a case is a few Spark jobs, slow on a loaded 2-core machine.
 TIMEOUTS: dict[str, float] = {"memory": 60.0, "pydatalog": 60.0, "spark": 600.0}
-
-T = TypeVar("T")
-
-
-def within(seconds: float, fn: Callable[[], T]) -> T:
-    """``fn()``, failing the test instead of hanging when it does not finish in time (in a
-    daemon thread: a runaway loop cannot keep the test run alive)."""
-    out: list[T] = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            out.append(fn())
-        except BaseException as e:  # re-raised in the test's thread
-            errors.append(e)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(seconds)
-    if t.is_alive():
-        pytest.fail(f"did not terminate within {seconds}s")
-    if errors:
-        raise errors[0]
-    return out[0]
-
 
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request: pytest.FixtureRequest) -> str:

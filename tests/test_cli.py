@@ -121,6 +121,22 @@ def test_models_and_model_inputs(capsys: pytest.CaptureFixture[str]) -> None:
                                    "onehouse", "three_tier"]
     code, _, err = run(capsys, "check", "-m", "nosuch", "a", "b", "c")
     assert code == 2 and "error[unknown-model]" in err
+    # every command reads --model through grantlog.cli.inputs: the same diagnostic
+    for argv in (["diff", "-m", "nosuch", "--facts-after", "x.gl"],
+                 ["plan", "-m", "nosuch", "p(X)"], ["serve", "-m", "nosuch"]):
+        code, _, other = run(capsys, *argv)
+        assert code == 2 and other == err, argv
+
+
+def test_every_command_group_registers_its_commands(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = {line.split()[0] for line in capsys.readouterr().out.splitlines()
+              if line.startswith("    ") and not line.startswith("     ")}
+    assert listed == {
+        "eval", "query", "explain", "check", "test", "fmt", "lint", "lsp", "models", "list",
+        "filter", "who", "import", "spark", "store", "serve", "logs", "diff", "plan"}
 
 
 def test_list_who_on_a_shipped_model(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""Transitive closures answered by a graph search (engine/demand.py ``DemandPlans.closure``):
+"""Transitive closures answered by a graph search (engine/eval/demand.py ``DemandPlans.closure``):
 which rule sets qualify, and, on random graphs with cycles and self-loops, lookups on either
 column and on both that equal materialization, with the rule recorded per row."""
 
@@ -121,7 +121,7 @@ def test_walks_of_a_unique_index_follow_a_chain(up: dict[str, str], right: bool,
                                                 forward: bool) -> None:
     """Every node with one edge at most towards its ancestors (a forest, or a cycle, or a
     self-loop: ``up`` maps a node to the one it leads to): the index the walk reads is
-    unique, and the walk follows a chain (engine/closure.py ``walker``). Rows, and the rule
+    unique, and the walk follows a chain (engine/eval/closure.py ``walker``). Rows, and the rule
     recorded for each, equal the breadth-first walk's and materialization's."""
     from grantlog.engine.core.index import UniqueIndex
     from grantlog.engine.eval.closure import walk, walker

@@ -1,5 +1,5 @@
-"""engine/columns.py: which values can stand in a column (the service's unknown-operation
-answer), and what lint makes of it (`unknown-constant`, engine/lint.py); grantlog issue 24
+"""engine/compile/columns.py: which values can stand in a column (the service's unknown-operation
+answer), and what lint makes of it (`unknown-constant`, engine/compile/lint.py); grantlog issue 24
 item 15: a CDAP grant of anything but READ, WRITE, EXECUTE, ADMIN makes nothing visible."""
 
 from __future__ import annotations

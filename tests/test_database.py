@@ -1,4 +1,4 @@
-"""engine/database.py: hash indexes stay equal to a scan of their relation through any sequence
+"""engine/eval/database.py: hash indexes stay equal to a scan of their relation through any sequence
 of additions and removals, whichever representation a key's rows have (a unique index keeps
 the row itself, an ordinary one a 1-tuple or a dict)."""
 

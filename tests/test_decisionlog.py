@@ -78,6 +78,15 @@ def _run(script: str, *args: Any, stdout: Any = subprocess.PIPE,
                           stdout=stdout, stderr=subprocess.PIPE, timeout=120, cwd=ROOT)
 
 
+def _full_disk(tmp_path: Path, required: bool,
+               ) -> tuple[Path, subprocess.CompletedProcess[str], dict[str, Any]]:
+    """300 decisions logged to a file limited to 20 kB (the log, the run, its report)."""
+    log = tmp_path / "decisions.jsonl"
+    got = _run(FULL_DISK, log, 20_000, 300, int(required))
+    assert got.returncode == 0, got.stderr
+    return log, got, json.loads(got.stdout)
+
+
 def _ids(*paths: Path) -> list[str]:
     out = []
     for p in paths:
@@ -88,10 +97,7 @@ def _ids(*paths: Path) -> list[str]:
 
 @pytest.mark.skipif(not LINUX, reason="RLIMIT_FSIZE and SIGXFSZ as on Linux")
 def test_a_full_disk_is_counted_kept_and_written_when_it_recovers(tmp_path: Path) -> None:
-    log = tmp_path / "decisions.jsonl"
-    got = _run(FULL_DISK, log, 20_000, 300, 0)
-    assert got.returncode == 0, got.stderr
-    r = json.loads(got.stdout)
+    log, got, r = _full_disk(tmp_path, required=False)
     # every entry is in the file, in order, once the log takes writes again: none was lost
     assert _ids(log) == [f"r{i}" for i in range(310)], got.stderr
     # while it failed: counted (once per entry), unhealthy, not ready, no torn line in the file
@@ -109,10 +115,7 @@ def test_a_full_disk_is_counted_kept_and_written_when_it_recovers(tmp_path: Path
 
 @pytest.mark.skipif(not LINUX, reason="RLIMIT_FSIZE and SIGXFSZ as on Linux")
 def test_a_required_log_fails_the_decision_instead(tmp_path: Path) -> None:
-    log = tmp_path / "decisions.jsonl"
-    got = _run(FULL_DISK, log, 20_000, 300, 1)
-    assert got.returncode == 0, got.stderr
-    r = json.loads(got.stdout)
+    log, _, r = _full_disk(tmp_path, required=True)
     ids = _ids(log)
     # the decisions that could not be logged failed (raised), and nothing was kept for later
     assert r["raised"] == [FAILED] * r["failures"] and r["failures"] == 300 - (len(ids) - 10)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from grantlog.engine.core import ir
 from grantlog.engine.eval.demand import DemandPlans
-from grantlog.engine.plan.codegen import _interpreted, compile_keyed, generate, key_binding
+from grantlog.engine.plan.codegen import compile_keyed, generate, interpreted, key_binding
 from grantlog.engine.plan.join import plan_bound
 
 import grantlog
@@ -85,7 +85,7 @@ def test_keyed_functions_check_constants_and_repeated_variables() -> None:
         assert src.count("return") >= 1, src
         db = grantlog.Reasoner(p).view()
         fn = compile_keyed(plan, key_terms)(db.F, db.indexes)
-        slow = _interpreted(plan, key_terms)(db.F, db.indexes)
+        slow = interpreted(plan, key_terms)(db.F, db.indexes)
         for key in itertools.product(_values(), repeat=len(cols)):
             got: dict[ir.Row, int] = {}
             want: dict[ir.Row, int] = {}
@@ -139,14 +139,14 @@ def test_unfolded_views_answer_like_materialization_and_follow_stored_rows() -> 
     users, ops, objs = ["alice", "bob", "carol", "dave", "erin"], ["read", "list"], "abc"
     for q in itertools.product(users, ops, objs):
         assert bool(r.check(*q)) == bool(full.check(*q)), q
-    assert {"in_group", "active"} <= r._plans.unfolded
-    assert "blocked" not in r._plans.unfolded and "granted" not in r._plans.unfolded
+    assert {"in_group", "active"} <= r.planner.unfolded
+    assert "blocked" not in r.planner.unfolded and "granted" not in r.planner.unfolded
     assert not r.check("carol", "read", "b")
     r.insert("in_group", [("carol", "eng")])  # a base fact of a derived (virtual) relation,
     # `@writable`
     full.insert("in_group", [("carol", "eng")])
     assert r.check("carol", "read", "b")
-    assert "in_group" not in r._plans.unfolded  # it has stored rows now
+    assert "in_group" not in r.planner.unfolded  # it has stored rows now
     for q in itertools.product(users, ops, objs):
         assert bool(r.check(*q)) == bool(full.check(*q)), q
     r.retract("in_group", [("carol", "eng")])
@@ -162,7 +162,7 @@ def test_unfolding_renames_apart_and_keeps_anonymous_arguments_joined() -> None:
     assert r.check("dave", "list", "a") and r.check("erin", "list", "b")
     lister = next(x for x in r.program.rules
                   if x.head.rel == "allowed" and x.head.args[1] == ir.Const("list"))
-    flat = r._plans.unfold(lister)
+    flat = r.planner.unfold(lister)
     atoms = [lit for lit in flat.body if isinstance(lit, ir.Atom)]
     assert [a.rel for a in atoms] == ["member", "enabled", "granted"], flat
     member, enabled = atoms[0], atoms[1]
@@ -226,7 +226,7 @@ frozen(q).
 
 
 def test_lookup_functions_read_unique_and_ordinary_indexes() -> None:
-    """A stored index with one row per key keeps the row bare (engine/database.py
+    """A stored index with one row per key keeps the row bare (engine/eval/database.py
     ``UniqueIndex``); generated lookup functions read it without its ``get``, and a view
     made after the index became ordinary reads that one."""
     from grantlog.engine.core.index import UniqueIndex
@@ -288,7 +288,7 @@ def test_lookup_functions_read_an_invariant_bucket_once_and_a_lookup_once() -> N
             return counting if k == ("holds", (0,)) else view.indexes[k]
 
     fn = compile_keyed(plan, key, p.virtual)(view.F, Indexes())
-    slow = _interpreted(plan, key)(view.F, view.indexes)
+    slow = interpreted(plan, key)(view.F, view.indexes)
     values = ["u1", "u2", "u3", "read", "write", "t", "s", "c", "m", "x"]
     for k in itertools.product(values, repeat=3):
         got: dict[ir.Row, int] = {}

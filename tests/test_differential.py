@@ -1,5 +1,5 @@
 """Differential tests: the in-memory engine against the pyDatalog backend, an independent
-evaluator (top-down SLG resolution instead of bottom-up semi-naive; engine/pydatalog_backend.py).
+evaluator (top-down SLG resolution instead of bottom-up semi-naive; engine/backends/pydatalog.py).
 
 a. generated programs, goals and update sequences (tests/strategies.py) answered the same by
    both — or refused by pyDatalog with ``unsupported-feature``, which must stay rare;
@@ -23,12 +23,12 @@ import pytest
 pytest.importorskip("pyDatalog")
 
 import strategies as gen
+from conftest import within
 from grantlog.engine.backends.pydatalog import UNSUPPORTED, PyDatalogReasoner
 from grantlog.engine.core import ir
 from grantlog.engine.core.results import Changes
 from hypothesis import event, given, note
 from hypothesis import strategies as st
-from test_pydatalog_backend import _within
 
 import grantlog
 
@@ -104,7 +104,7 @@ def test_generated_programs_and_goals_agree(data: st.DataObject) -> None:
     def answers() -> tuple[dict[str, set[ir.Row]], list[list[dict[str, ir.Value]]]]:
         return oracle.all_rows(), [oracle.query(g) for g in goals]
 
-    rows, queried = _within(TIMEOUT, answers)
+    rows, queried = within(TIMEOUT, answers)
     assert rows == memory.all_rows()
     for goal, got in zip(goals, queried, strict=True):
         assert got == memory.query(goal), goal
@@ -131,9 +131,9 @@ def test_generated_updates_report_the_same_changes(data: st.DataObject) -> None:
                     getattr(tx, kind)(rel, rows)
             return tx.changes
 
-        got = _within(TIMEOUT, apply)
+        got = within(TIMEOUT, apply)
         assert got.by_relation == expected.changes.by_relation, ops
-        assert _within(TIMEOUT, oracle.all_rows) == memory.all_rows(), ops
+        assert within(TIMEOUT, oracle.all_rows) == memory.all_rows(), ops
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,5 +191,5 @@ def test_seed_model_block_on_pydatalog(model: str, index: int) -> None:
         return [f"{e.span}: expected `{e.text}` {'not ' if e.negated else ''}to hold"
                 for e in case.expects if r.ask(e.text) is e.negated]
 
-    bad = _within(TIMEOUT, failures)
+    bad = within(TIMEOUT, failures)
     assert not bad, "\n".join(bad)

@@ -1,4 +1,4 @@
-"""Explanations (engine/explain.py): why-proofs, why-not trees, renderings, decision reasons.
+"""Explanations (engine/answer/explain/): why-proofs, why-not trees, renderings, decision reasons.
 
 * Why-proofs are checked by an independent checker below, written against the IR data classes
   only: every rule node is an instance of its rule (head and body literals with the node's
@@ -26,6 +26,7 @@ import strategies as gen
 from conftest import ROOT, check_golden
 from grantlog.engine.answer.explain import Limits, WhyNot
 from grantlog.engine.core import ir
+from grantlog.engine.core.terms import lit_terms
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
@@ -126,7 +127,7 @@ class ProofChecker:
         else:
             assert node.kind == "rule" and node.rule is not None, node.label()
             rule, env = node.rule, dict(node.bindings)
-            named = {t.name for lit in (rule.head, *rule.body) for t in _terms(lit)
+            named = {t.name for lit in (rule.head, *rule.body) for t in lit_terms(lit)
                      if isinstance(t, ir.Var) and not _anon(t)}
             assert named <= set(env), f"{node.text}: unbound {named - set(env)}"
             assert rule.head.rel == node.rel
@@ -153,14 +154,6 @@ class ProofChecker:
         self.good.add(id(node))
 
 
-def _terms(lit: ir.Lit) -> tuple[ir.Term, ...]:
-    if isinstance(lit, ir.Atom):
-        return lit.args
-    if isinstance(lit, ir.Neg):
-        return lit.atom.args
-    return (lit.left, lit.right)
-
-
 def _base(r: grantlog.Reasoner) -> set[Fact]:
     return {(f.rel, f.row) for f in r.program.facts}
 
@@ -180,7 +173,7 @@ def test_every_allowed_decision_has_a_valid_proof(model: str) -> None:
     decisions = _decisions(r)
     assert decisions, "the example allows nothing"
     ctx = r.view()
-    prover = r._prover(ctx)
+    prover = r.prover(ctx)
     for row in decisions:
         proof = prover.prove(r.program.decision, row)
         assert proof.kind == "rule", proof.label()
@@ -220,7 +213,7 @@ def _body_size(rule: str) -> int:
 
 
 def _tabling_is_slow(prog: gen.Program) -> bool:
-    """Tabled on-demand evaluation of recursive relations (engine/demand.py) can be very slow
+    """Tabled on-demand evaluation of recursive relations (engine/eval/demand.py) can be very slow
     on generated programs (reported): an 18-literal recursive body took minutes for 6 rows.
     On-demand runs keep to short bodies and read rows from the default compilation."""
     return any(_body_size(r) > 8 for r in prog.rules)
@@ -245,7 +238,7 @@ def test_generated_programs_prove_every_derived_row(prog: gen.Program, on_demand
     stored = grantlog.Reasoner(grantlog.compile(text))
     r = grantlog.Reasoner(_all_virtual(text)) if on_demand else stored
     checker = _checker(stored)
-    prover = r._prover(r.view())
+    prover = r.prover(r.view())
     for rel, row in _derived_rows(stored):
         if (rel, row) in checker.base:
             continue  # a derived relation's given fact is proved as a fact
@@ -270,7 +263,7 @@ def test_recursive_relation_on_demand_gets_a_well_founded_proof() -> None:
             "└── allowed(alice, read, a)  <- rule allowed#2",
             "    └── grant(alice, a)  <- fact (<input>:5:1)"]
         checker = _checker(r)
-        prover = r._prover(r.view())
+        prover = r.prover(r.view())
         for rel, row in _derived_rows(r):
             checker.check(prover.prove(rel, row))
 
@@ -393,7 +386,7 @@ def _retract_each_leaf(r: grantlog.Reasoner, goals: list[Fact]) -> dict[str, int
     stats = {"false": 0, "repaired": 0, "removed_named": 0, "only": 0, "flipped": 0}
     base = _base(r)
     tried: set[Fact] = set()
-    prover = r._prover(r.view())
+    prover = r.prover(r.view())
     proofs = [(goal, prover.prove(*goal)) for goal in goals]
     for goal, proof in proofs:
         for leaf in _leaves(proof):
@@ -454,10 +447,7 @@ def test_why_not_repairs_on_generated_programs(prog: gen.Program) -> None:
 
 @given(data=st.data())
 def test_why_not_trees_of_false_goals_are_truthful(data: st.DataObject) -> None:
-    prog = data.draw(gen.programs(), label="program")
-    goal = data.draw(gen.goals(prog), label="goal")
-    text = prog.text()
-    note(text)
+    _, goal, text = gen.program_and_goal(data)
     r = grantlog.Reasoner(grantlog.compile(text))
     if r.ask(goal):
         return
@@ -597,13 +587,13 @@ def test_why_not_bounds_alternatives_and_depth() -> None:
     chain = "\n".join(f"c{i}(X) :- c{i + 1}(X)." for i in range(20)) + "\nc20(X) :- base(X).\n"
     r = grantlog.Reasoner(grantlog.compile(chain + "base(z).\n"))
     prover_ctx = r.view()
-    tree = WhyNot(r.program, prover_ctx, r._prover(prover_ctx), Limits(depth=3)).atom(
+    tree = WhyNot(r.program, prover_ctx, r.prover(prover_ctx), Limits(depth=3)).atom(
         "c0", (ir.Const("a"),), 0, frozenset())
     kinds = [n.kind for n in tree.walk()]
     assert kinds.count("limit") == 1 and "missing" not in kinds
     assert r.explain("c0(a)").render().splitlines()[-1].endswith(
         "c13(a)  <- does not hold (not expanded: depth or size limit)")
-    tree = WhyNot(r.program, prover_ctx, r._prover(prover_ctx), Limits(depth=30)).atom(
+    tree = WhyNot(r.program, prover_ctx, r.prover(prover_ctx), Limits(depth=30)).atom(
         "c0", (ir.Const("a"),), 0, frozenset())
     assert tree.render().splitlines()[-1].endswith("base(a)  <- missing base fact")
 

@@ -34,12 +34,12 @@ from typing import Any
 
 import pytest
 import strategies as gen
+from conftest import within
 from grantlog.engine.answer.testing import run_tests
 from grantlog.grammar import format_text
 from grantlog.grammar.parser import parse, parse_goal
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
-from test_cases import within
 from test_properties import assert_formats_cleanly
 
 import grantlog
@@ -498,6 +498,8 @@ def test_internal_error_exits_3(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*args: object) -> int:
         raise KeyError("bug")
 
-    monkeypatch.setattr(cli, "cmd_models", boom)
+    from grantlog.cli import authoring
+
+    monkeypatch.setattr(authoring, "cmd_models", boom)
     code, _, err = run_cli(["models"])
     assert code == 3 and "internal error" in err and "KeyError" in err

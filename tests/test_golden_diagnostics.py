@@ -34,7 +34,7 @@ REQUIRED_CODES = {
     "type-mismatch", "negation-cycle", "duplicate-declaration", "duplicate-rule-name",
     "duplicate-test", "rule-in-test", "import-not-found", "import-cycle", "file-not-found",
     "no-input", "singleton-variable", "unused-relation", "derived-relation",
-    "unknown-constant",
+    "unknown-constant", "hierarchy-role",
 }
 
 

@@ -51,6 +51,12 @@ def _open(client: LanguageClient, path: Path, text: str | None = None) -> str:
     return uri
 
 
+def _saved(client: LanguageClient, path: Path, text: str) -> str:
+    """``text`` written to ``path``, and the file opened: its uri."""
+    path.write_text(text)
+    return _open(client, path)
+
+
 async def _diagnostics(client: LanguageClient, uri: str,
                        ok: Callable[[Sequence[lsp.Diagnostic]], bool],
                        ) -> Sequence[lsp.Diagnostic]:
@@ -231,9 +237,7 @@ async def test_rename_a_relation_and_a_variable(client: LanguageClient, tmp_path
     text = ('import "prelude.gl".\nrel admin(user: string).\n'
             "is_admin: admin(U) :- member(U, admins), not blocked(U).\n"
             "blocked(U) :- member(U, interns).\n")
-    path = tmp_path / "main.gl"
-    path.write_text(text)
-    uri = _open(client, path)
+    uri = _saved(client, tmp_path / "main.gl", text)
     got = await client.text_document_rename_async(lsp.RenameParams(
         text_document=lsp.TextDocumentIdentifier(uri), position=_at(text, "member(U, admins)"),
         new_name="belongs"))
@@ -302,9 +306,7 @@ async def test_code_lenses_run_tests_and_count_derivations(client: LanguageClien
             "    expect allowed(dan, read, x).\n}\n"
             'test "staff read" {\n    member(erin, staff).\n'
             "    expect allowed(erin, read, x).\n}\n")
-    path = tmp_path / "policy.gl"
-    path.write_text(text)
-    uri = _open(client, path)
+    uri = _saved(client, tmp_path / "policy.gl", text)
     lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(
         text_document=lsp.TextDocumentIdentifier(uri)))
     assert lenses is not None

@@ -1,4 +1,4 @@
-"""OPA's Data API (grantlog/interop/opa.py, POST /v1/data/...): request bodies as Trino's and
+"""OPA's Data API (grantlog/service/opa/, POST /v1/data/...): request bodies as Trino's and
 Apache Polaris's OPA plugins send them, replayed against a live `grantlog serve`, answered as
 the plugins parse them; row filters and column masks executed in real SQLite and PostgreSQL.
 
@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 
 import grantlog
 from grantlog.filters import apply_mask, mask_sql, row_filter_sql, strongest_mask
-from grantlog.interop.opa import Mapping
+from grantlog.service.opa import Mapping
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = str(ROOT / "rules" / "gravitino_data.gl")
@@ -218,6 +218,16 @@ def test_every_request_is_in_the_decision_log(server: dict[str, Any]) -> None:
     assert rf and rf[-1]["input"]["condition"] == {"cell": ["region", "emea"]}
 
 
+def assert_refused(tmp_path: Path, text: str, says: str) -> None:
+    """The mapping file ``text`` is refused (``bad-mapping``), saying ``says``."""
+    f = tmp_path / "m.toml"
+    f.write_text(text)
+    with pytest.raises(GrantlogError) as err:
+        Mapping.load(str(f))
+    assert err.value.diagnostics[0].code == "bad-mapping"
+    assert says in err.value.diagnostics[0].message
+
+
 def test_bad_mappings_are_refused_with_the_reason(tmp_path: Path) -> None:
     for text, says in [("name = 1\n[input]\nsubject = 'a'\n", "operation"),
                        ("[input]\nsubject='a'\noperation='b'\n[endpoints]\nx = 'nope'\n",
@@ -225,12 +235,7 @@ def test_bad_mappings_are_refused_with_the_reason(tmp_path: Path) -> None:
                        ("[input]\nsubject='a['\noperation='b'\n", "JMESPath"),
                        ("[input]\nsubject='a'\noperation='b'\n[endpoints]\nx='allow'\n"
                         "[[resource]]\nwhen='t'\nid=['{nowhere}']\n", "[vars]")]:
-        f = tmp_path / "m.toml"
-        f.write_text(text)
-        with pytest.raises(GrantlogError) as err:
-            Mapping.load(str(f))
-        assert err.value.diagnostics[0].code == "bad-mapping"
-        assert says in err.value.diagnostics[0].message
+        assert_refused(tmp_path, text, says)
     with pytest.raises(GrantlogError, match="shipped: polaris, trino"):
         Mapping.load("oracle")
 

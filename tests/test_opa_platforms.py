@@ -49,13 +49,13 @@ from typing import Any
 
 import httpx
 import pytest
-from grantlog.grammar.diagnostics import GrantlogError
 from httpserver import serve, stop
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_opa import assert_refused
 
 import grantlog
-from grantlog.interop.opa import HERE, KINDS, Mapping
+from grantlog.service.opa import HERE, KINDS, Mapping
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = str(ROOT / "rules" / "gravitino_data.gl")
@@ -424,12 +424,7 @@ BASE = "[input]\nsubject='s'\noperation='o'\n[endpoints]\nx='allow'\n"
      "{subject}"),
 ])
 def test_bad_mappings_name_the_new_keys(tmp_path: Path, text: str, says: str) -> None:
-    f = tmp_path / "m.toml"
-    f.write_text(text)
-    with pytest.raises(GrantlogError) as err:
-        Mapping.load(str(f))
-    assert err.value.diagnostics[0].code == "bad-mapping"
-    assert says in err.value.diagnostics[0].message
+    assert_refused(tmp_path, text, says)
 
 
 def test_shipped_mappings_name_only_operations_the_model_has() -> None:

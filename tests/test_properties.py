@@ -43,10 +43,7 @@ def test_reasoner_matches_naive_evaluation(prog: gen.Program) -> None:
 
 @given(data=st.data())
 def test_query_matches_naive_evaluation(data: st.DataObject) -> None:
-    prog = data.draw(gen.programs(), label="program")
-    goal = data.draw(gen.goals(prog), label="goal")
-    text = prog.text()
-    note(text)
+    _, goal, text = gen.program_and_goal(data)
     r = grantlog.Reasoner(grantlog.compile(text))
     names = naive.goal_names(goal)
     answers = r.query(goal)
@@ -297,13 +294,8 @@ def test_updates_match_static_compilation(data: st.DataObject) -> None:
     note(prog.text())
     r = grantlog.Reasoner(grantlog.compile(prog.text()))
     current = {rel: set(rows) for rel, rows in prog.facts.items()}
-    for i, (kind, rel, rows) in enumerate(ops):
-        if kind == "insert":
-            r.insert(rel, rows)
-            current.setdefault(rel, set()).update(rows)
-        else:
-            r.retract(rel, rows)
-            current.get(rel, set()).difference_update(rows)
+    for i, op in enumerate(ops):
+        gen.apply_op(r, op, current)
         if i < len(ops) - 1 and not data.draw(st.booleans(), label="read now"):
             continue
         static = grantlog.Reasoner(grantlog.compile(prog.text(current)))

@@ -1,4 +1,4 @@
-"""The pyDatalog backend (engine/pydatalog_backend.py): API parity with the in-memory reasoner,
+"""The pyDatalog backend (engine/backends/pydatalog.py): API parity with the in-memory reasoner,
 every translation that works around a pyDatalog pitfall, isolation of pyDatalog's global state,
 and the pitfalls themselves, pinned on pyDatalog alone (so a pyDatalog release that fixes one
 shows up here). The differential tests are in tests/test_differential.py.
@@ -10,9 +10,10 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
+from conftest import within
 
 pytest.importorskip("pyDatalog")
 
@@ -26,34 +27,10 @@ from pyDatalog import Logic, pyEngine
 
 import grantlog
 
-T = TypeVar("T")
-
 
 def _both(text: str) -> tuple[grantlog.Reasoner, PyDatalogReasoner]:
     program = grantlog.compile(text)
     return grantlog.Reasoner(program), PyDatalogReasoner(program)
-
-
-def _within(seconds: float, fn: Callable[[], T]) -> T:
-    """``fn()``, failing the test instead of hanging when it does not finish in time (the
-    thread is a daemon: a runaway pyDatalog loop cannot keep the test run alive)."""
-    out: list[T] = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            out.append(fn())
-        except BaseException as e:  # re-raised in the test's thread
-            errors.append(e)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(seconds)
-    if t.is_alive():
-        pytest.fail(f"did not terminate within {seconds}s")
-    if errors:
-        raise errors[0]
-    return out[0]
 
 
 def _same(text: str, *goals: str, seconds: float = 20) -> PyDatalogReasoner:
@@ -66,7 +43,7 @@ def _same(text: str, *goals: str, seconds: float = 20) -> PyDatalogReasoner:
         for g in goals:
             assert p.query(g) == m.query(g), g
 
-    _within(seconds, compare)
+    within(seconds, compare)
     return p
 
 
@@ -76,6 +53,7 @@ def _same(text: str, *goals: str, seconds: float = 20) -> PyDatalogReasoner:
 POLICY = """
 member(alice, eng). member(bob, ops). member("Carol", eng).
 grant(eng, read, t1). grant(eng, read, t2). grant(ops, write, t1).
+@hierarchy(type) rel entity(object: string, type: string).
 entity(t1, table). entity(t2, view).
 allowed(U, Op, R) :- member(U, G), grant(G, Op, R), not banned(U).
 rel banned(user: string).
@@ -370,9 +348,9 @@ def test_threads_each_with_and_without_pydatalog_state() -> None:
 
 def _raw(build: Callable[[Any, Any, Any], None], query: Any) -> Any:
     """Run ``build(literal, var, const)`` then ``query(...)`` in a private pyDatalog logic."""
-    from grantlog.engine.backends.pydatalog import _borrowed
+    from grantlog.engine.backends.pydatalog import borrowed
 
-    with _borrowed(None):
+    with borrowed(None):
         Logic()
 
         def lit(p: str, *terms: Any) -> Any:

@@ -361,14 +361,13 @@ def test_the_walk_down_admits_what_the_condition_does(data: st.DataObject) -> No
         f'entity("{x}", {t}).\n' for x, t in sorted(typed.items()))
     r = grantlog.Reasoner(grantlog.compile(
         'import "prelude.gl".\n' + facts, paths=[], filename="world.gl"))
-    with r._read():
-        h = Hierarchy(r._context())
-        assert h.tree == (not dag or all(
-            sum(1 for e in edges if e[1] == x) <= 1 for x in nodes))
-        got = enumerate_admitted(cond, h)
-        test = compile_cond(cond)
-        want = {x for x in [*nodes, "elsewhere"]
-                if test(x, h.above(x), h.types(x), h.parents(x))}
+    h = Hierarchy(r.view())
+    assert h.tree == (not dag or all(
+        sum(1 for e in edges if e[1] == x) <= 1 for x in nodes))
+    got = enumerate_admitted(cond, h)
+    test = compile_cond(cond)
+    want = {x for x in [*nodes, "elsewhere"]
+            if test(x, h.above(x), h.types(x), h.parents(x))}
     assert got is not None
     assert len(got) == len(set(got))
     assert set(got) == want
@@ -398,13 +397,12 @@ def test_the_walk_down_on_a_tree(cond: Any, want: set[str]) -> None:
 
     r = grantlog.Reasoner(grantlog.compile('import "prelude.gl".\n' + TREE, paths=[],
                                            filename="tree.gl"))
-    with r._read():
-        h = Hierarchy(r._context())
-        assert h.tree
-        got = enumerate_admitted(cond, h)
-        test = compile_cond(cond)
-        nodes = {v for row in r.rows("contains") for v in row}
-        assert {x for x in nodes if test(x, h.above(x), h.types(x), h.parents(x))} == want
+    h = Hierarchy(r.view())
+    assert h.tree
+    got = enumerate_admitted(cond, h)
+    test = compile_cond(cond)
+    nodes = {v for row in r.rows("contains") for v in row}
+    assert {x for x in nodes if test(x, h.above(x), h.types(x), h.parents(x))} == want
     assert got is not None and sorted(got) == sorted(want)
 
 
@@ -495,7 +493,7 @@ def _refused(r: grantlog.Reasoner, s: Any, o: Any) -> bool:
 
 
 def test_simplifications_on_a_tree() -> None:
-    """Roll-up and absorption (engine/residual.py ``rollup``) keep the condition's meaning:
+    """Roll-up and absorption (engine/answer/residual.py ``rollup``) keep the condition's meaning:
     every object of the tree is decided the same before and after."""
     from grantlog.engine.answer.conditions import compile_cond
     from grantlog.engine.answer.hierarchy import Hierarchy, rollup
@@ -514,16 +512,15 @@ def test_simplifications_on_a_tree() -> None:
         (("and", (("under", "s1"), ("not", ("under", "m")))),
          ("and", (("under", "s1"), ("not", ("under", "m"))))),
     ]
-    with r._read():
-        h = Hierarchy(r._context())
-        nodes = sorted({v for row in r.rows("contains") for v in row})
-        for cond, want in cases:
-            got = rollup(cond, h)
-            assert got == want, (cond, got)
-            before, after = compile_cond(cond), compile_cond(got)
-            for x in nodes:
-                args = (x, h.above(x), h.types(x), h.parents(x))
-                assert before(*args) == after(*args), (cond, x)
+    h = Hierarchy(r.view())
+    nodes = sorted({v for row in r.rows("contains") for v in row})
+    for cond, want in cases:
+        got = rollup(cond, h)
+        assert got == want, (cond, got)
+        before, after = compile_cond(cond), compile_cond(got)
+        for x in nodes:
+            args = (x, h.above(x), h.types(x), h.parents(x))
+            assert before(*args) == after(*args), (cond, x)
 
 
 @pytest.mark.parametrize("model", ["gravitino", "cdap_entity"])

@@ -267,7 +267,7 @@ def test_tokens() -> None:
 
 
 def test_a_failure_while_deciding_is_a_deny() -> None:
-    from grantlog.service.decide import _decide
+    from grantlog.service.decide import answer_check
     from grantlog.service.metrics import Metrics
 
     class Broken:
@@ -280,7 +280,7 @@ def test_a_failure_while_deciding_is_a_deny() -> None:
         reasoner = Broken()
         metrics = Metrics()
 
-    got = _decide(Svc(), "a", "b", "c", None)  # type: ignore[arg-type]
+    got = answer_check(Svc(), "a", "b", "c", None)  # type: ignore[arg-type]
     assert got["allowed"] is False and got["error"]["code"] == "internal-error"
 
 

@@ -1,4 +1,4 @@
-"""Spark at scale: the demand rewrite (engine/magic.py) and reasons through recursion.
+"""Spark at scale: the demand rewrite (engine/plan/magic.py) and reasons through recursion.
 
 * The rewrite preserves answers: on hypothesis-generated programs, goals and ``where``
   conditions, and on the shipped Gravitino model over a small generated workload, the
@@ -213,7 +213,7 @@ def check_reason(program: grantlog.Program, reasoner: grantlog.Reasoner, rel: st
 
 
 def _subst(lit: ir.Lit, s: dict[str, ir.Const]) -> ir.Lit:
-    from grantlog.engine.plan.magic import _subst as subst
+    from grantlog.engine.plan.magic import substitute as subst
 
     return subst(lit, s)
 

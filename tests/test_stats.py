@@ -56,7 +56,7 @@ def _objects(n: int, catalogs: int, draw: int) -> Statistics:
     rows.update({(f"c{i}", "catalog"): 0 for i in range(catalogs)})
     st = Statistics(p, {"entity": rows})
     import random
-    st._samples["entity"] = random.Random(draw).sample(list(rows), SAMPLE)
+    st.samples["entity"] = random.Random(draw).sample(list(rows), SAMPLE)
     return st
 
 

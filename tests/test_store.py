@@ -309,7 +309,7 @@ def test_a_full_disk_is_an_error_and_nothing_is_applied(tmp_path: Path,
     with grantlog.Reasoner(program, store=f"sqlite:///{tmp_path / 'full.db'}",
                            follow=False) as r:
         r.insert("member", [("a", "eng")])
-        conn = r.store._conn  # type: ignore[attr-defined]
+        conn = r.store.connection  # type: ignore[union-attr,attr-defined]
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
         conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full now
         with pytest.raises(grantlog.GrantlogError) as info:

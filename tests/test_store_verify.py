@@ -320,13 +320,13 @@ def test_verify_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         main(["store", "verify"])
     assert exit_.value.code == 2
     capsys.readouterr()
-    from grantlog.store import _verify_option
+    from grantlog.store import verify_option
 
-    assert _verify_option("postgresql://u@h/db?options=-csearch_path%3Dx&verify=1") == \
+    assert verify_option("postgresql://u@h/db?options=-csearch_path%3Dx&verify=1") == \
         ("postgresql://u@h/db?options=-csearch_path%3Dx", True)
-    assert _verify_option("sqlite:///f.db?verify=0&timeout=3") == ("sqlite:///f.db?timeout=3",
+    assert verify_option("sqlite:///f.db?verify=0&timeout=3") == ("sqlite:///f.db?timeout=3",
                                                                    False)
-    assert _verify_option("sqlite:///f.db") == ("sqlite:///f.db", False)
+    assert verify_option("sqlite:///f.db") == ("sqlite:///f.db", False)
 
 
 def test_serve_refuses_a_corrupt_store_when_asked(tmp_path: Path,

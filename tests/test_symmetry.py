@@ -1,9 +1,10 @@
 """Listing decides one resource per group of resources no rule can tell apart
-(engine/symmetry.py): the groups, when grouping must not happen, and random models where
+(engine/eval/symmetry.py): the groups, when grouping must not happen, and random models where
 ``list(..., within=...)`` must equal one ``check`` per resource."""
 
 from __future__ import annotations
 
+from grantlog.engine.answer import listing
 from grantlog.engine.core import ir
 from grantlog.engine.eval import symmetry
 from hypothesis import given, settings
@@ -41,8 +42,7 @@ def _reasoner(facts: dict[str, list[tuple[str, ...]]], text: str = MODEL) -> gra
 
 
 def _kinds(r: grantlog.Reasoner, candidates: list[str], fixed: set[ir.Value]) -> list[list[str]]:
-    with r._read():
-        return r._kinds(r._context(), candidates, fixed)  # type: ignore[return-value]
+    return listing.kinds(r, r.view(), candidates, fixed)  # type: ignore[return-value]
 
 
 def test_columns_reached_from_the_resource_leave_out_types_and_operations() -> None:
@@ -131,7 +131,7 @@ def test_a_relation_named_like_the_analysis_nodes_still_counts() -> None:
 
 
 def test_order_comparisons_turn_grouping_off() -> None:
-    text = "rel entity(object: string, type: string).\n" \
+    text = "@hierarchy(type) rel entity(object: string, type: string).\n" \
         "allowed(U, read, O) :- entity(O, table), entity(U, user), O < m.\n"
     r = _reasoner({"entity": [("a", "table"), ("z", "table"), ("u", "user")]}, text)
     assert _kinds(r, ["a", "z"], set()) == [["a"], ["z"]]

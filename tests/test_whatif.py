@@ -1,4 +1,4 @@
-"""What-if diffs (engine/whatif.py, `grantlog diff`): rows gained and lost, each with its proof.
+"""What-if diffs (answer/whatif.py, `grantlog diff`): rows gained and lost, each with its proof.
 
 Inputs live in tests/golden/whatif/ and are passed by path relative to the repository root, so
 proofs (and the golden) show relative paths:

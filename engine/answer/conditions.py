@@ -1,4 +1,4 @@
-"""Filter conditions: the formula over the unknown resource that engine/residual.py builds.
+"""Filter conditions: the formula over the unknown resource that engine/answer/residual.py builds.
 
 * ``("is", v)``: the resource is ``v``; ``("in", values)``: one of them;
 * ``("type", t)``: ``entity(R, t)``;
@@ -23,29 +23,31 @@ TRUE: Cond = ("true",)
 FALSE: Cond = ("false",)
 
 
-def conj(parts: Sequence[Cond]) -> Cond:
+def _flat(parts: Sequence[Cond], op: str, absorbing: Cond, neutral: Cond) -> list[Cond] | None:
+    """``parts`` of an ``op`` (``and``/``or``) flattened, without ``neutral`` ones and
+    repeats; None when one is ``absorbing`` (the whole is)."""
     out: list[Cond] = []
     for p in parts:
-        if p == FALSE:
-            return FALSE
-        if p == TRUE:
-            continue
-        out.extend(p[1] if p[0] == "and" else (p,))
-    uniq = list(dict.fromkeys(out))
+        if p == absorbing:
+            return None
+        if p != neutral:
+            out.extend(p[1] if p[0] == op else (p,))
+    return list(dict.fromkeys(out))
+
+
+def conj(parts: Sequence[Cond]) -> Cond:
+    uniq = _flat(parts, "and", FALSE, TRUE)
+    if uniq is None:
+        return FALSE
     if not uniq:
         return TRUE
     return uniq[0] if len(uniq) == 1 else ("and", tuple(uniq))
 
 
 def disj(parts: Sequence[Cond]) -> Cond:
-    out: list[Cond] = []
-    for p in parts:
-        if p == TRUE:
-            return TRUE
-        if p == FALSE:
-            continue
-        out.extend(p[1] if p[0] == "or" else (p,))
-    uniq = list(dict.fromkeys(out))
+    uniq = _flat(parts, "or", TRUE, FALSE)
+    if uniq is None:
+        return TRUE
     if not uniq:
         return FALSE
     if len(uniq) == 1:

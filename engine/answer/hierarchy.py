@@ -1,4 +1,5 @@
-"""The prelude's hierarchy as data filters read it: where the resources a condition admits
+"""The hierarchy (the relations declared ``@hierarchy(...)`` or recognised:
+engine/core/hierarchy_roles.py) as data filters read it: where the resources a condition admits
 are (``seeds``), all of them found by walking down from there (``enumerate_admitted``;
 output-sensitive in a tree), conditions simplified with the hierarchy (``rollup``), and each
 object's chain from the root (``under_chains``, for SQL over a path column).
@@ -9,19 +10,24 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import ir
+from ..core.hierarchy_roles import HierarchyRoles, hierarchy_roles
+from ..core.index import stored_get
 from .conditions import FALSE, TRUE, Cond, Test, compile_cond, conj, disj, mentioned, neg
 
 
 class Hierarchy:
-    """The prelude's hierarchy read from a view's stored indexes (``contains``, ``entity``)."""
+    """The hierarchy read from a view's stored indexes: the relations playing the roles
+    ``edge`` (parent, child) and ``type`` (object, type) (engine/core/hierarchy_roles.py;
+    ``roles``: the view's program's when not given)."""
 
-    def __init__(self, ctx: Any) -> None:
-        from ..core.index import stored_get
-
-        self._down = stored_get(ctx.base_index("contains", (0,)))
-        self._up = stored_get(ctx.base_index("contains", (1,)))
-        self._types = stored_get(ctx.base_index("entity", (0,)))
-        self._by_type: Any = None  # entity's (1,) index, built when first asked
+    def __init__(self, ctx: Any, roles: HierarchyRoles | None = None) -> None:
+        roles = roles or hierarchy_roles(ctx.plans.program)
+        edge = roles.need("edge", "the hierarchy's walk")
+        self._type = roles.need("type", "the hierarchy's walk")
+        self._down = stored_get(ctx.base_index(edge, (0,)))
+        self._up = stored_get(ctx.base_index(edge, (1,)))
+        self._types = stored_get(ctx.base_index(self._type, (0,)))
+        self._by_type: Any = None  # the type relation's (1,) index, built when first asked
         self._above: dict[Any, frozenset[Any]] = {}
         self._chains: dict[Any, tuple[Any, ...]] = {}
         self._strict_m: dict[Any, frozenset[Any]] = {}
@@ -35,10 +41,8 @@ class Hierarchy:
 
     def of_type(self, t: Any) -> list[Any]:
         """Every object of type ``t``."""
-        from ..core.index import stored_get
-
         if self._by_type is None:
-            self._by_type = stored_get(self._ctx.base_index("entity", (1,)))
+            self._by_type = stored_get(self._ctx.base_index(self._type, (1,)))
         return [row[0] for row in self._rows(self._by_type, t)]
 
     def upper(self, v: Any, t: Any) -> frozenset[Any]:
@@ -67,7 +71,7 @@ class Hierarchy:
 
     def kinds(self) -> list[Any]:
         """Every type an object has."""
-        return list(self._ctx.base_index("entity", (1,)))
+        return list(self._ctx.base_index(self._type, (1,)))
 
     @staticmethod
     def _rows(got: tuple[Any, bool], key: Any) -> Any:
@@ -88,7 +92,7 @@ class Hierarchy:
         return [row[1] for row in self._rows(self._down, x)]
 
     def above(self, x: Any) -> frozenset[Any]:
-        """``ancestor_or_self(A, x)``: every strict ancestor, and ``x`` if it is an entity
+        """``closure(A, x)``: every strict ancestor, and ``x`` if it has a type
         (kept: a filter asks the same objects many times)."""
         got = self._above.get(x)
         if got is None:

@@ -1,7 +1,7 @@
 """The in-memory reasoner behind ``grantlog.Reasoner``.
 
-The first read evaluates from scratch (stratified semi-naive, engine/evaluate.py); after that
-every update is a transaction maintained incrementally (DRed, engine/incremental.py) and
+The first read evaluates from scratch (stratified semi-naive, engine/eval/seminaive.py); after that
+every update is a transaction maintained incrementally (DRed, engine/eval/incremental.py) and
 reports what it changed. Reads and writes take one lock, so a read sees a whole transaction or
 none of it.
 """
@@ -9,19 +9,17 @@ none of it.
 from __future__ import annotations
 
 import builtins
-import difflib
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
-from ..compile.compiler import compile_goal
 from ..core import ir
-from ..core.index import stored_get
+from ..core.hierarchy_roles import hierarchy_roles
+from ..core.journal import Entry, Journal, JournalReader, compacted
 from ..core.results import (
     Answers,
     Change,
@@ -32,27 +30,21 @@ from ..core.results import (
     Transaction,
     Writes,
 )
-from ..eval import symmetry
 from ..eval.database import Database
 from ..eval.demand import DemandContext, DemandPlans, Memo
-from ..eval.incremental import Maintainer
+from ..eval.incremental import Maintainer, dependents
 from ..eval.seminaive import EvalStats, Evaluator
-from ..plan.codegen import Binder, RunFn, compile_keyed, compile_plan, solve
-from ..plan.join import plan_bound
+from ..plan.join import RulePlan
 from ..plan.stats import Statistics
-from .conditions import Cond, conj, disj
-from .explain import Explanation, Limits, Proof, Prover, WhyNot
-from .hierarchy import Hierarchy, enumerate_admitted, rollup, under_chains
-from .residual import (
-    KNOWN,
-    SYM,
-    Partial,
-    Residual,
-    RowFilter,
-    prelude_hierarchy,
-    row_relations,
-    unsupported,
-)
+from . import filter as filters
+from . import listing
+from .conditions import Cond
+from .decide import Decider, decision_relation
+from .explain import Explanation, Limits, Prover, explain_goal
+from .hierarchy import Hierarchy
+from .journaled import Journaled, pending
+from .query import Goals
+from .residual import Residual, RowFilter
 
 INSERTED = "inserted at run time"
 #: a transaction touching at least BULK_MIN base rows and more than 1/BULK_RATIO of all base
@@ -67,109 +59,15 @@ BULK_RATIO = 4
 WAIT_TIMEOUT = 5.0
 
 
-@dataclass(frozen=True)
-class _ReasonPlan:
-    """How :meth:`Reasoner._decide` reads the premises of one deciding rule."""
-
-    names: tuple[str, ...]  # the body's named variables, as the premise function emits them
-    head: tuple[tuple[int, str], ...]  # (column, variable) of the head's variables
-    fn: Binder  # the body (views unfolded), keyed by the head's terms: its first instance
-    #: per body atom of a derived relation: (relation, columns, terms there, its one rule
-    #: when it is an unfolded view)
-    premises: tuple[tuple[str, tuple[int, ...], tuple[ir.Term, ...], ir.Rule | None], ...]
-
-
-@dataclass(frozen=True)
-class _Goal:
-    body: tuple[ir.Lit, ...]
-    names: tuple[str, ...]
-    rule: ir.Rule
-    fn: RunFn
-    #: plans by atom order (chosen from statistics)
-    ordered: dict[tuple[int, ...], RunFn] = field(default_factory=dict)
-
-
-def _sorted_answers(found: Iterable[ir.Value], revision: int,
-                    distinct: bool = False) -> Answers[ir.Value]:
-    """Distinct values (``distinct``: ``found`` has no duplicates) in value order: the
-    natural order when all are strings or all ints (sorting a mix raises)."""
-    values = found if distinct else set(found)
-    try:
-        return Answers(sorted(values), revision)
-    except TypeError:
-        return Answers(sorted(values, key=ir.value_key), revision)
-
-
-def _page(answers: Answers[ir.Value], after: ir.Value | None,
-          limit: int | None) -> Answers[ir.Value]:
-    """The sorted ``answers`` after ``after`` (not included), at most ``limit`` of them."""
-    if after is None and limit is None:
-        return answers
-    if limit is not None and limit < 0:
-        raise GrantlogError([error("bad-request", f"`limit` must be 0 or more, not {limit}",
-                                   Span("<api>", 0, 0, 0, 0))])
-    start = 0 if after is None else ir.position_after(answers, after)
-    end = len(answers) if limit is None else start + limit
-    return Answers(answers[start:end], answers.revision)
-
-
-def _dependents(program: ir.Program) -> dict[str, frozenset[str]]:
-    """relation -> the virtual relations whose answers depend on it (itself included)."""
-    users: dict[str, set[str]] = {}
-    for rule in program.rules:
-        for lit in rule.body:
-            atom = lit.atom if isinstance(lit, ir.Neg) else lit
-            if isinstance(atom, ir.Atom):
-                users.setdefault(atom.rel, set()).add(rule.head.rel)
-    out: dict[str, frozenset[str]] = {}
-    for rel in program.relations:
-        seen = {rel}
-        stack = [rel]
-        while stack:
-            for u in users.get(stack.pop(), ()):
-                if u not in seen:
-                    seen.add(u)
-                    stack.append(u)
-        out[rel] = frozenset(seen & program.virtual)
-    return out
-
-
-def _atom_args(lit: ir.Lit) -> tuple[ir.Term, ...]:
-    atom = lit.atom if isinstance(lit, ir.Neg) else lit
-    return atom.args if isinstance(atom, ir.Atom) else ()
-
-
-#: the evaluators behind ``Reasoner(program, backend=...)``
-BACKENDS = ("memory", "pydatalog")
-
-
 class Reasoner(Writes):
-    """Answers questions about a compiled program over base facts that change at run time."""
+    """Answers questions about a compiled program over base facts that change at run time.
 
-    def __new__(cls, program: ir.Program, watch: Iterable[str] | str = (),
-                backend: str = "memory") -> Any:
-        """``backend="pydatalog"`` answers with pyDatalog instead (an independent oracle;
-        see :mod:`engine.pydatalog_backend`), behind the same methods."""
-        if backend == "memory":
-            return super().__new__(cls)
-        if backend == "pydatalog":
-            try:  # an optional dependency, imported on first use
-                from ..backends.pydatalog import PyDatalogReasoner
-            except ImportError as exc:
-                raise GrantlogError([error(
-                    "missing-dependency", f"the pyDatalog backend needs pyDatalog ({exc})",
-                    Span("<api>", 0, 0, 0, 0),
-                    "install it with `pip install 'grantlog[pydatalog]'`")]) from exc
-            return PyDatalogReasoner(program, watch)
-        close = difflib.get_close_matches(backend, BACKENDS, n=1)
-        raise GrantlogError([error(
-            "unknown-backend", f"backend `{backend}` does not exist",
-            Span("<api>", 0, 0, 0, 0),
-            f"did you mean `{close[0]}`?" if close else
-            "backends: " + ", ".join(f"`{b}`" for b in BACKENDS))])
+    The in-memory backend (engine/core/backends.py names the others). ``journal``: where
+    transactions become durable and other writers' transactions arrive from
+    (engine/core/journal.py); None: the facts live in memory only."""
 
     def __init__(self, program: ir.Program, watch: Iterable[str] | str = (),
-                 backend: str = "memory") -> None:
+                 journal: Journal | None = None) -> None:
         """``watch``: virtual relations whose changes every transaction reports (``"all"``)."""
         self.program = program
         self._watch = frozenset(program.virtual if watch == "all" else
@@ -189,7 +87,7 @@ class Reasoner(Writes):
         self._memo_entries = 0
         self._last: DemandContext | None = None
         if "dependents" not in cache:
-            cache["dependents"] = _dependents(program)
+            cache["dependents"] = dependents(program)
         deps = cache["dependents"]
         assert isinstance(deps, dict)
         self._dependents: dict[str, frozenset[str]] = deps
@@ -210,47 +108,47 @@ class Reasoner(Writes):
             store.setdefault(f.row, None)
         self._db: Database | None = None
         self._lock = threading.RLock()
-        self._goals: dict[str, _Goal] = {}
-        self._reason_plans: dict[int, _ReasonPlan] = {}
-        #: what listing needs to group interchangeable resources (see :meth:`_kinds`)
+        self._goals = Goals(program)
+        #: what listing needs to group interchangeable resources (listing.py ``kinds``)
         self._symmetry: tuple[dict[str, tuple[int, ...]], set[ir.Value]] | None = None
         self.stats: EvalStats | None = None
         self._decision_rel: str | None = None  # checked once (:meth:`_decision`)
         #: the number of transactions applied (a store numbers them itself: grantlog/store)
         self.revision = 0
-        #: decisions at the current revision, shared (immutable): every denial, every allowed
-        #: one decided by a base fact, one per list of reasons
-        self._denied = Decision(False, (), 0)
-        self._fact = Decision(True, (), 0)
-        self._allowed: dict[tuple[str, ...], Decision] = {}
-        #: filters: per type, whether its objects are never nested (engine/hierarchy.py
+        #: decides checks (engine/answer/decide.py), keeping its decisions per revision
+        self._decider = Decider(program, self._plans, self._base)
+        #: filters: per type, whether its objects are never nested (engine/answer/hierarchy.py
         #: ``unnested``); forgotten when the hierarchy changes
         self._levels: dict[Any, Any] = {}
+        #: called with the ``Changes`` of every transaction this reasoner applies — its own
+        #: and, with a journal, other writers' (under the reasoner's lock: keep them short)
+        self.listeners: list[Callable[[Changes], None]] = []
+        #: the journal's facts beside the rule files' (None: no journal)
+        self._journaled: Journaled | None = None
+        if journal is not None:
+            self._journaled = Journaled(journal, program, self._stored, self._spans)
+            rev, rows = journal.snapshot()
+            self._journaled.note(rows)
+            self.seed(rows, rev)
+
+    @property
+    def journal(self) -> Journal | None:
+        """Where this reasoner's transactions become durable (None: memory only)."""
+        return None if self._journaled is None else self._journaled.journal
+
+    @property
+    def planner(self) -> DemandPlans:
+        """The planner of the virtual relations (their plans, ordered by this reasoner's
+        statistics, and the views it unfolded into the rules that read them)."""
+        return self._plans
 
     # -- updates ------------------------------------------------------------------------------
 
     def _relation(self, rel: str) -> ir.Relation:
-        r = self.program.relations.get(rel)
-        if r is None:
-            close = difflib.get_close_matches(rel, sorted(self.program.relations), n=1)
-            raise GrantlogError([error(
-                "unknown-relation", f"relation `{rel}` does not exist", Span("<api>", 0, 0, 0, 0),
-                f"did you mean `{close[0]}`?" if close else None)])
-        return r
+        return self.program.relation(rel)
 
     def _rows(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> list[ir.Row]:
-        r = self._relation(rel)
-        refused = self.program.write_refusal(rel)  # derived, not `@writable`
-        if refused:
-            raise GrantlogError([refused])
-        out: list[ir.Row] = []
-        for raw in rows:
-            row = tuple(raw)
-            problem = ir.row_problem(r, row)
-            if problem:
-                raise GrantlogError([error("bad-fact", problem, Span("<api>", 0, 0, 0, 0))])
-            out.append(row)
-        return out
+        return self.program.writable_rows(rel, rows)
 
     @contextmanager
     def transaction(self, watch: Iterable[str] | str = (),
@@ -311,6 +209,8 @@ class Reasoner(Writes):
     def _commit(self, tx: Transaction, watch: frozenset[str],
                 if_revision: int | None = None) -> Changes:
         with self._lock:
+            if self._journaled is not None:
+                return self._commit_journaled(self._journaled, tx, watch, if_revision)
             if if_revision is not None and if_revision != self.revision:
                 raise RevisionConflict(if_revision, self.revision)
             ins, dels = self._delta(tx.ops)
@@ -318,15 +218,43 @@ class Reasoner(Writes):
                 return Changes({}, self.program.derived, self.revision)
             return self._apply(ins, dels, watch, self.revision + 1)
 
+    def _commit_journaled(self, j: Journaled, tx: Transaction, watch: frozenset[str],
+                          if_revision: int | None) -> Changes:
+        """A transaction written to the journal first (engine/core/journal.py): under the
+        journal's lock, catch up with other writers, check ``if_revision``, write the net
+        change; once committed, make it visible. A failure leaves memory as it was (apart
+        from the other writers' transactions already applied)."""
+        visible: list[tuple[Delta, Delta]] = []
+
+        def change(locked: JournalReader) -> tuple[Delta, Delta]:
+            if locked.head() != self.revision:
+                self._catch_up_from(j, locked)
+            if if_revision is not None and if_revision != self.revision:
+                raise RevisionConflict(if_revision, self.revision)
+            mem_ins, mem_dels, ins, dels = j.split(tx.ops)
+            visible[:] = [(mem_ins, mem_dels), (ins, dels)]
+            return ins, dels
+
+        committed = j.journal.append(change)
+        if committed is None:
+            return Changes({}, self.program.derived, self.revision)
+        (mem_ins, mem_dels), (ins, dels) = visible
+        j.written(ins, dels)
+        return self._apply(mem_ins, mem_dels, watch, committed)
+
+    def _stored(self, rel: str) -> Collection[ir.Row]:
+        """The base rows of ``rel`` (derived relations' here; base-only relations' are stored
+        once, in the database)."""
+        base = self._base.get(rel)
+        return self._database().full[rel] if base is None else base
+
     def _delta(self, ops: dict[str, dict[ir.Row, bool]]) -> tuple[Delta, Delta]:
         """The net effect of a transaction's operations on the current base facts: the rows
         it adds and the rows it removes (nothing is changed yet)."""
-        db = self._database()
         ins: Delta = {}
         dels: Delta = {}
         for rel, rows in ops.items():
-            base = self._base.get(rel)  # None: base-only, the database holds its rows
-            stored = db.full[rel] if base is None else base
+            stored = self._stored(rel)
             for row, present in rows.items():
                 if present and row not in stored:
                     ins.setdefault(rel, set()).add(row)
@@ -352,7 +280,7 @@ class Reasoner(Writes):
                         del base[row]
             self._advance(revision)
             self._last = None  # the next read makes a new view
-            if not {"contains", "entity"}.isdisjoint(ins.keys() | dels.keys()):
+            if not hierarchy_roles(self.program).stored.isdisjoint(ins.keys() | dels.keys()):
                 self._levels = {}
             if not self._plans.unfolded.isdisjoint(ins.keys() | dels.keys()):
                 self._planned_for = None  # rows stored in a view the plans unfolded: re-plan
@@ -376,7 +304,10 @@ class Reasoner(Writes):
                 for rel in {*ins, *dels, *changed}:
                     for v in self._dependents.get(rel, ()):
                         self._memo.pop(v, None)
-            return Changes(changed, self.program.derived, revision)
+            changes = Changes(changed, self.program.derived, revision)
+            for fn in self.listeners:
+                fn(changes)
+            return changes
 
     def wait_for(self, revision: int, timeout: float | None = None) -> int:
         """Block until the facts are at ``revision`` or later (another thread's or process's
@@ -387,7 +318,7 @@ class Reasoner(Writes):
         end = time.monotonic() + (WAIT_TIMEOUT if timeout is None else timeout)
         pause = 0.0005
         while True:
-            self._catch_up()
+            self.sync()
             if self.revision >= revision:
                 return self.revision
             left = end - time.monotonic()
@@ -401,16 +332,58 @@ class Reasoner(Writes):
             time.sleep(min(pause, left))
             pause = min(pause * 2, 0.02)
 
-    def _catch_up(self) -> None:
-        """Apply transactions committed elsewhere (a store-backed reasoner reads its log;
-        an in-memory one has nothing to read)."""
+    def sync(self) -> int:
+        """Apply every transaction other writers committed to the journal since this
+        reasoner's revision (what a follower does when woken; without a journal there is
+        nothing to read); returns the revision reached. The journal is read outside the
+        reasoner's lock: reads go on meanwhile."""
+        j = self._journaled
+        if j is None:
+            return self.revision
+        have = self.revision
+        try:
+            entries = j.journal.since(have)
+        except GrantlogError as exc:
+            if not compacted(exc):
+                raise
+            rev, rows = j.journal.snapshot()
+            with self._lock:
+                if self.revision == have:
+                    self._apply(*j.reload(rows), self._watch, rev)
+            return self.revision
+        if entries:
+            with self._lock:
+                self._follow(j, entries)
+        return self.revision
+
+    def _catch_up_from(self, j: Journaled, reader: JournalReader) -> None:
+        """Under the lock: apply what other writers committed since this revision, as
+        ``reader`` has it (a reasoner further behind than its log reloads)."""
+        try:
+            entries = reader.since(self.revision)
+        except GrantlogError as exc:
+            if not compacted(exc):
+                raise
+            rev, rows = reader.snapshot()
+            self._apply(*j.reload(rows), self._watch, rev)
+            return
+        self._follow(j, entries)
+
+    def _follow(self, j: Journaled, entries: Sequence[Entry]) -> None:
+        """Apply other writers' transactions after this revision, one revision at a time
+        (many at once as one net change, unless listeners want each)."""
+        for e in pending(entries, self.revision, merge=not self.listeners):
+            self._apply(*j.follow(e), self._watch, e.revision)
+
+    def close(self) -> None:
+        """Release the journal (a reasoner without one holds nothing to release)."""
+        if self._journaled is not None:
+            self._journaled.journal.close()
 
     def _advance(self, revision: int) -> None:
         """The facts are now at ``revision``: decisions made from here on say so."""
         self.revision = revision
-        self._denied = Decision(False, (), revision)
-        self._fact = Decision(True, (), revision)
-        self._allowed = {}
+        self._decider.at(revision)
 
     def _forget(self) -> None:
         """Drop every answer kept across reads."""
@@ -509,7 +482,7 @@ class Reasoner(Writes):
         return ctx
 
     def _replan(self, db: Database) -> None:
-        """Order goal-directed plans by the database's statistics (engine/stats.py), again
+        """Order goal-directed plans by the database's statistics (engine/plan/stats.py), again
         whenever the stored rows have grown or shrunk by a factor of two since."""
         n = db.rows
         last = self._planned_for
@@ -517,7 +490,7 @@ class Reasoner(Writes):
             return
         self._plans.use(Statistics(self.program, db.full))
         self._planned_for = n
-        self._reason_plans.clear()  # made from the previous plans' unfolded bodies
+        self._decider.replanned()  # its premise functions: from the previous plans' bodies
 
     @contextmanager
     def _read(self) -> Iterator[None]:
@@ -585,56 +558,32 @@ class Reasoner(Writes):
             ctx = self._context()
             return {r: set(ctx.F[r]) for r in sorted(self.program.relations)}
 
-    def _goal(self, text: str) -> _Goal:
-        g = self._goals.get(text)
-        if g is None:
-            body, names = compile_goal(self.program, text)
-            head = ir.Atom("<goal>", tuple(ir.Var(n) for n in names))
-            rule = ir.Rule(-1, "<goal>", head, body)
-            g = _Goal(body, tuple(names), rule, compile_plan(plan_bound(rule, set())))
-            self._goals[text] = g
-        return g
-
-    def _goal_fn(self, g: _Goal) -> RunFn:
-        """The goal's plan ordered by the current statistics (call after ``_context``)."""
-        order = self._plans.order(g.rule, frozenset())
-        if order is None:
-            return g.fn
-        fn = g.ordered.get(order)
-        if fn is None:
-            fn = g.ordered[order] = compile_plan(
-                plan_bound(g.rule, set(), self.program.virtual, order))
-        return fn
-
     def query(self, goal: str, at_least: int | None = None) -> Answers[dict[str, ir.Value]]:
         """Every binding of the goal's named variables, sorted (``.revision``: the revision
         answered at, ``at_least`` or later: see :meth:`wait_for`)."""
-        g = self._goal(goal)
+        g = self._goals[goal]
         if at_least is not None:
             self.wait_for(at_least)
-        out: set[ir.Row] = set()
         with self._read():
-            ctx = self._context()
-            self._goal_fn(g)(ctx.F, None, ctx.index, out.add, {})
-            revision = self.revision
-        return Answers((dict(zip(g.names, row, strict=True))
-                        for row in sorted(out, key=ir.row_key)), revision)
+            return self._goals.answers(g, self._context(), self._plans, self.revision)
 
     def ask(self, goal: str, at_least: int | None = None) -> bool:
         """Whether the goal has at least one answer."""
         return bool(self.query(goal, at_least))
 
+    def plan(self, goal: str) -> tuple[RulePlan, DemandPlans]:
+        """The plan :meth:`query` runs for ``goal`` now (its atoms in the order the current
+        statistics choose) and the planner of the virtual relations it reaches, with those
+        statistics (engine/answer/plan.py describes both)."""
+        g = self._goals[goal]
+        with self._read():
+            self._context()
+            return self._goals.plan(g, self._plans), self._plans
+
     def _decision(self) -> str:
         rel = self._decision_rel
-        if rel is not None:
-            return rel
-        rel = self.program.decision
-        r = self._relation(rel)
-        if r.arity != 3:
-            raise GrantlogError([error("arity-mismatch",
-                                       f"decision relation `{rel}` must have 3 columns",
-                                       r.span or Span("<api>", 0, 0, 0, 0))])
-        self._decision_rel = rel
+        if rel is None:
+            rel = self._decision_rel = decision_relation(self.program, self._relation)
         return rel
 
     def prepare(self) -> None:
@@ -648,18 +597,14 @@ class Reasoner(Writes):
             if rel not in self.program.virtual:
                 return
             reads = self._plans.reads(rel, (0, 1, 2)) | self._plans.reads(rel, (0, 1))
-            if prelude_hierarchy(self.program):  # the walks of list and filter, and the
-                # lookups a filter's partial evaluation makes
-                reads |= {("contains", (0,)), ("contains", (1,)), ("entity", (0,)),
-                          ("entity", (1,))}
-                partial = Partial(self.program, ctx, self._base, self._levels)
-                partial.warm(rel, (KNOWN, KNOWN, SYM))
-                for r, cols in partial.lookups:
-                    if r in self.program.virtual:
-                        ctx.lookup_of(r, cols)
-                        reads |= self._plans.reads(r, cols)
-                    else:
-                        reads.add((r, cols))
+            # with a walkable hierarchy: the walks of list and filter, and the lookups a
+            # filter's partial evaluation makes
+            for r, cols in filters.filter_lookups(self, ctx, rel):
+                if r in self.program.virtual:
+                    ctx.lookup_of(r, cols)
+                    reads |= self._plans.reads(r, cols)
+                else:
+                    reads.add((r, cols))
             for r, cols in sorted(reads):
                 if r not in self.program.virtual or ctx.full.get(r):
                     ctx.base_index(r, cols)
@@ -680,113 +625,12 @@ class Reasoner(Writes):
         row = (subject, operation, resource)
         with self._lock:  # what _read does, without a generator (checks are the hot path)
             try:
-                return self._decide(self._context(), rel, row)
+                return self._decider.decide(self._context(), rel, row)
             except RecursionError:
                 self._too_deep()
 
-    def _decide(self, ctx: DemandContext, rel: str, row: ir.Row) -> Decision:
-        """The decision with cheap reasons (Cedar's "determining policies"): the rule that
-        derived the row first, then the rules that derived its premises in the first body
-        instance found — read from the rule indexes demand evaluation records per row, not
-        from a proof search (``explain`` builds the minimal-height proof tree)."""
-        if rel in self.program.virtual:
-            got = ctx.demand(rel, (0, 1, 2), row)
-            if not got:
-                return self._denied
-            rid = got[row]
-            rule = self.program.rules[rid] if rid >= 0 else None
-        else:
-            if row not in ctx.F[rel]:
-                return self._denied
-            rule = self._deriving_rule(ctx, rel, row)
-        if rule is None:  # a base fact of the decision relation
-            return self._fact
-        plan = self._reason_plans.get(rule.index)
-        if plan is None:
-            plan = self._reason_plans[rule.index] = self._reason_plan(rule)
-        reasons = [rule.name]
-        env = self._premises(ctx, plan, row)
-        for prel, cols, terms, fixed in plan.premises:
-            if fixed is not None:  # a view with one rule and no stored rows
-                sub: ir.Rule | None = fixed
-            else:
-                key = tuple(t.value if isinstance(t, ir.Const) else env[t.name] for t in terms)
-                sub = self._rule_of(ctx, prel, cols, key)
-            if sub is not None and sub.name not in reasons:
-                reasons.append(sub.name)
-        names = tuple(reasons)
-        decision = self._allowed.get(names)
-        if decision is None:  # one per list of reasons (immutable: shared)
-            decision = self._allowed[names] = Decision(True, names, self.revision)
-        return decision
-
-    def _reason_plan(self, rule: ir.Rule) -> _ReasonPlan:
-        """What :meth:`_decide` needs of a deciding rule, computed once per plans."""
-        names = tuple(sorted({t.name for lit in rule.body for t in _atom_args(lit)
-                              if isinstance(t, ir.Var) and not t.name.startswith("_?")}))
-        head = tuple((i, t.name) for i, t in enumerate(rule.head.args) if isinstance(t, ir.Var))
-        bound = frozenset(n for _, n in head if n in names)
-        # the body as the decision ran it: views unfolded (their answers are not kept, their
-        # lookups' are), in statistics' order
-        flat = self._plans.unfold(rule)
-        order = self._plans.order(flat, bound)
-        probe = ir.Rule(rule.index, rule.name, ir.Atom("<premises>", tuple(map(ir.Var, names))),
-                        flat.body)
-        pplan = plan_bound(probe, set(bound), self.program.virtual, order)
-        fn = compile_keyed(pplan, rule.head.args, self.program.virtual, first=True,
-                           wide=self._plans.wide(pplan))
-        premises = []
-        for lit in rule.body:
-            if not isinstance(lit, ir.Atom) or lit.rel not in self._plans.rules:
-                continue
-            cols = tuple(c for c, t in enumerate(lit.args)
-                         if isinstance(t, ir.Const) or not t.name.startswith("_?"))
-            fixed = (self._plans.rules[lit.rel][0] if lit.rel in self._plans.unfolded
-                     else None)
-            premises.append((lit.rel, cols, tuple(lit.args[c] for c in cols), fixed))
-        return _ReasonPlan(names, head, fn, tuple(premises))
-
-    def _premises(self, ctx: DemandContext, plan: _ReasonPlan,
-                  row: ir.Row) -> dict[str, ir.Value]:
-        """The first binding of the rule's named body variables with its head equal to
-        ``row``."""
-        env = {n: row[i] for i, n in plan.head}
-        out: dict[ir.Row, int] = {}
-        ctx.bind(plan.fn)(out.setdefault, row)  # stops at the first instance
-        for first in out:
-            env.update(zip(plan.names, first, strict=True))
-        return env
-
-    def _rule_of(self, ctx: DemandContext, rel: str, cols: tuple[int, ...],
-                 key: tuple[ir.Value, ...]) -> ir.Rule | None:
-        """The rule that derived the first row of ``rel`` matching ``key`` (None: a fact)."""
-        if rel in self.program.virtual:
-            got = ctx.demand(rel, cols, key)
-            for rid in got.values():
-                return self.program.rules[rid] if rid >= 0 else None
-            return None
-        rows = ctx.lookup(rel, cols, key)
-        for r in rows:
-            return self._deriving_rule(ctx, rel, r)
-        return None
-
-    def _deriving_rule(self, ctx: DemandContext, rel: str, row: ir.Row) -> ir.Rule | None:
-        """A rule of materialized ``rel`` whose body holds for ``row`` (None: a base fact)."""
-        base = self._base.get(rel)
-        if base is None or row in base:
-            return None
-        for rule in self._plans.rules.get(rel, ()):
-            env: dict[str, ir.Value] = {}
-            if all(env.setdefault(t.name, v) == v if isinstance(t, ir.Var) else t.value == v
-                   for t, v in zip(rule.head.args, row, strict=True)):
-                fn = self._plans.fn(rule, frozenset(env))
-                hit: list[ir.Row] = []
-                fn(ctx.F, None, ctx.index, hit.append, env)
-                if hit:
-                    return rule
-        return None
-
-    def _prover(self, ctx: DemandContext) -> Prover:
+    def prover(self, ctx: DemandContext) -> Prover:
+        """The prover of a read's view (:meth:`view`): minimal proofs of its rows."""
         db = self._database()
 
         def origin(rel: str, row: ir.Row) -> Span | str | None:
@@ -799,29 +643,11 @@ class Reasoner(Writes):
 
     def explain(self, goal: str, limits: Limits | None = None) -> Explanation:
         """Why the goal holds (a proof tree for its first answer), or why it has no answer (a
-        why-not tree, within ``limits``); see engine/explain.py."""
-        g = self._goal(goal)
+        why-not tree, within ``limits``); see engine/answer/explain/."""
+        g = self._goals[goal]
         with self._read():
             ctx = self._context()
-            plan = plan_bound(g.rule, set())
-            answers = sorted(
-                (env for env in solve(plan, ctx.F, None, ctx.index, {})),
-                key=lambda e: ir.row_key(e[n] for n in g.names),
-            )
-            if not answers:
-                why_not = WhyNot(self.program, ctx, self._prover(ctx), limits).goal(g.rule)
-                return Explanation(goal, False, {}, None, why_not)
-            env = answers[0]
-            prover = self._prover(ctx)
-            bindings = {n: env[n] for n in g.names}
-            if len(g.body) == 1 and isinstance(g.body[0], ir.Atom):
-                atom = g.body[0]
-                row = tuple(t.value if isinstance(t, ir.Const) else env[t.name]
-                            for t in atom.args)
-                return Explanation(goal, True, bindings, prover.prove(atom.rel, row))
-            node = prover.instance(g.rule, env, goal, 0)
-            root = Proof(goal, "goal", None, bindings, None, node.children)
-            return Explanation(goal, True, bindings, root)
+            return explain_goal(goal, g.rule, g.names, ctx, self.prover(ctx), limits)
 
     def list(
         self, subject: str, operation: str, type: str | None = None,
@@ -829,9 +655,10 @@ class Reasoner(Writes):
         after: ir.Value | None = None, limit: int | None = None,
     ) -> Answers[ir.Value]:
         """The resources ``subject`` may perform ``operation`` on, sorted; with ``type``, only
-        resources with ``entity(resource, type)`` (the prelude's entity relation); with
-        ``within``, only ``within`` and the resources below it (the prelude's
-        ``ancestor_or_self``: a schema's tables, a catalog's schemas and tables).
+        resources of that type (in the relation declared ``@hierarchy(type)``: the prelude's
+        ``entity``); with ``within``, only ``within`` and the resources below it (in the
+        relation declared ``@hierarchy(closure)``: the prelude's ``ancestor_or_self``; a
+        schema's tables, a catalog's schemas and tables).
 
         Pages: ``after`` (the last value of the previous page; the order is stable) and
         ``limit`` (at most that many); ``Answers.revision`` says what the page saw, and
@@ -839,169 +666,42 @@ class Reasoner(Writes):
 
         Without ``within``: goal-directed from the subject and operation. With it: the
         resources below ``within`` first, then one decision per group of resources no rule
-        can tell apart (the same facts up to their own name: engine/symmetry.py), sharing
-        what the decisions have in common (the subject's roles, the container's grants)."""
-        if at_least is not None:
-            self.wait_for(at_least)
-        rel = self._decision()
-        if type is not None:
-            self._relation("entity")
-        if within is not None:
-            self._relation("ancestor_or_self")
-        fast = self._list_filtered(subject, operation, type) if within is None else None
-        if fast is not None:  # through the filter: walked down from what it admits
-            return _page(_sorted_answers(fast[0], fast[1], distinct=True), after, limit)
-        with self._read():
-            ctx = self._context()
-            if within is None:
-                found = [row[2] for row in ctx.lookup(rel, (0, 1), (subject, operation))]
-            else:
-                found = [row[1] for row in ctx.lookup("ancestor_or_self", (0,), (within,))]
-            known: set[tuple[str, int]] = set()
-            if type is not None:
-                get, unique = (stored_get(ctx.base_index("entity", (0,)))
-                               if "entity" not in self.program.derived else (None, False))
-                if get is not None and unique:  # one type per object
-                    found = [x for x, row in zip(found, map(get, found), strict=True)
-                             if row is not None and row[1] == type]
-                    known.add(("entity", 0))  # each candidate's one row: (x, type)
-                else:
-                    entity = ctx.F["entity"]
-                    found = [x for x in found if (x, type) in entity]
-            if within is not None:  # decided last: the cheap filters first
-                decided: list[ir.Value] = []
-                for kind in self._kinds(ctx, found, {subject, operation}, known):
-                    if ctx.lookup(rel, (0, 1, 2), (subject, operation, kind[0])):
-                        decided += kind
-                found = decided
-            revision = self.revision
-        return _page(_sorted_answers(found, revision), after, limit)
+        can tell apart (the same facts up to their own name: engine/eval/symmetry.py), sharing
+        what the decisions have in common (the subject's roles, the container's grants)
+        (engine/answer/listing.py)."""
+        return listing.list_resources(self, subject, operation, type, within, at_least,
+                                      after, limit)
 
     def _list_filtered(self, subject: str, operation: str, type: str | None,
                        ) -> tuple[builtins.list[ir.Value], int] | None:
-        """``list`` through the decision's filter, when the model has the prelude's
-        hierarchy and the filter bounds the resources: output-sensitive (the subtrees the
-        filter names, not every resource); None otherwise."""
-        if not prelude_hierarchy(self.program):
-            return None
-        with self._read():
-            ctx = self._context()
-            h = Hierarchy(ctx)
-            try:
-                cond = self._residual(ctx, subject, operation, type, h)
-            except GrantlogError as err:
-                if err.diagnostics and err.diagnostics[0].code == "filter-unsupported":
-                    return None
-                raise
-            got = enumerate_admitted(cond, h)
-            return None if got is None else (got, self.revision)
+        """``list`` through the decision's filter, when the model's hierarchy is walkable
+        and the filter bounds the resources: output-sensitive (the subtrees the filter
+        names, not every resource); None otherwise."""
+        return listing.list_filtered(self, subject, operation, type)
 
     def _residual(self, ctx: DemandContext, subject: str, operation: str,
                   type: str | None, h: Hierarchy | None = None) -> Cond:
         """The decision's condition on the resource for ``subject`` and ``operation`` (``h``:
         the view's hierarchy, shared with the caller's walks)."""
-        hier = prelude_hierarchy(self.program)
-        if hier and h is None:
-            h = Hierarchy(ctx)
-        found = Partial(self.program, ctx, self._base, self._levels, h).atom(
-            self._decision(), (subject, operation, SYM))
-        cond = disj([c for _, c in found])
-        cond = cond if type is None else conj([("type", type), cond])
-        if h is not None and hier and h.tree:
-            cond = rollup(cond, h)
-        return cond
+        return filters.residual(self, ctx, subject, operation, type, h)
 
     def filter(self, subject: str, operation: str, type: str | None = None,
                at_least: int | None = None) -> Residual:
         """The condition a resource must meet for ``decision(subject, operation, R)`` to
         hold (with ``type``: and be of that type): the decision partially evaluated with
-        the resource unknown (engine/residual.py). ``filter-unsupported`` when a rule the
+        the resource unknown (engine/answer/residual.py). ``filter-unsupported`` when a rule the
         decision reaches says something of the resource a filter cannot."""
-        if at_least is not None:
-            self.wait_for(at_least)
-        with self._read():
-            ctx = self._context()
-            h = Hierarchy(ctx) if prelude_hierarchy(self.program) else None
-            cond = self._residual(ctx, subject, operation, type, h)
-            revision = self.revision
-            chains = under_chains(cond, h) if h is not None else {}
-        has = "ancestor_or_self" in self.program.relations
-
-        def ancestors(x: ir.Value) -> set[ir.Value]:
-            if not has:
-                return {x}
-            return {b["A"] for b in self.query(f"ancestor_or_self(A, {ir.show_value(x)})")}
-
-        def types(x: ir.Value) -> set[ir.Value]:
-            if "entity" not in self.program.relations:
-                return set()
-            return {b["T"] for b in self.query(f"entity({ir.show_value(x)}, T)")}
-
-        def parents(x: ir.Value) -> set[ir.Value]:
-            if "contains" not in self.program.relations:
-                return set()
-            return {b["P"] for b in self.query(f"contains(P, {ir.show_value(x)})")}
-
-        return Residual(subject, operation, cond, revision, ancestors, types, parents, chains)
+        return filters.data_filter(self, subject, operation, type, at_least)
 
     def row_filter(self, subject: str, table: str, relation: str = "row_visible",
                    at_least: int | None = None) -> RowFilter:
         """The condition a row of ``table`` must meet for ``relation(subject, table, R)``:
         the relation partially evaluated with the row unknown, where ``row(table, R)`` and
-        ``cell(R, column, value)`` are the row's own (engine/residual.py). A condition on
+        ``cell(R, column, value)`` are the row's own (engine/answer/residual.py). A condition on
         cells only; ``filter-unsupported`` when a rule says more of the row."""
-        r = self._relation(relation)
-        if r.arity != 3:
-            raise GrantlogError([error(
-                "bad-request", f"a row filter asks `{relation}(subject, table, row)`; "
-                f"`{relation}` has {r.arity} columns", Span("<api>", 0, 0, 0, 0))])
-        if not row_relations(self.program):
-            raise unsupported("row filters need the stored relations `row(table, row)` and "
-                              "`cell(row, column, value)`", None)
-        if at_least is not None:
-            self.wait_for(at_least)
-        with self._read():
-            p = Partial(self.program, self._context(), self._base)
-            p.rows, p.table = True, table
-            cond = disj([c for _, c in p.atom(relation, (subject, table, SYM))])
-            revision = self.revision
-        return RowFilter(subject, table, relation, cond, revision)
-
-    def _kinds(self, ctx: DemandContext, candidates: Sequence[ir.Value],
-               fixed: set[ir.Value], known: set[tuple[str, int]] | None = None,
-               ) -> builtins.list[builtins.list[ir.Value]]:
-        """``candidates`` grouped into values no rule can tell apart (engine/symmetry.py):
-        one decision answers for each group. Each candidate alone when the rules compare
-        values by order. ``known``: (relation, column) pairs where the caller found that
-        every candidate has one row, the same but for the candidate; a relation whose only
-        counting column is one of them is not read again."""
-        if self._symmetry is None:
-            program = self.program
-            cols: dict[str, set[int]] = {}
-            if symmetry.generic(program):
-                for rel, c in symmetry.reachable_columns(program, self._decision(), 2):
-                    cols.setdefault(rel, set()).add(c)
-            self._symmetry = ({rel: tuple(sorted(c)) for rel, c in cols.items()},
-                              symmetry.constants(program))
-        columns, consts = self._symmetry
-        if not columns:
-            return [[x] for x in candidates]
-        full = ctx.full
-        stored = {rel: c for rel, c in columns.items()
-                  if (self._base[rel] if rel in self._base else full.get(rel))}
-        for rel, col in known or ():
-            if stored.get(rel) == (col,) and rel not in self._base:
-                del stored[rel]  # the one column that counts: the same row for everyone
-        base = {rel: self._base.get(rel) for rel in stored}
-        return symmetry.kinds(candidates, stored, ctx.base_index, base, fixed | consts)
+        return filters.row_filter(self, subject, table, relation, at_least)
 
     def who(self, operation: str, resource: str,
             at_least: int | None = None) -> Answers[ir.Value]:
         """The subjects that may perform ``operation`` on ``resource``, sorted."""
-        if at_least is not None:
-            self.wait_for(at_least)
-        rel = self._decision()
-        with self._read():
-            found = {row[0] for row in self._context().lookup(rel, (1, 2), (operation, resource))}
-            revision = self.revision
-        return Answers(sorted(found, key=ir.value_key), revision)
+        return listing.who(self, operation, resource, at_least)

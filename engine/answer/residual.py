@@ -7,9 +7,9 @@ what does becomes a condition on ``R``. The answer is a residual: a formula over
 built from
 
 * ``("is", v)``: the resource is ``v``; ``("in", values)``: one of them;
-* ``("type", t)``: ``entity(R, t)``;
-* ``("under", a)``: ``ancestor_or_self(a, R)`` (the prelude's hierarchy);
-* ``("parent", p)``: ``contains(p, R)``;
+* ``("type", t)``: ``type(R, t)``;
+* ``("under", a)``: ``closure(a, R)``;
+* ``("parent", p)``: ``edge(p, R)``;
 * ``("cell", column, value)``: for a row filter, the row's ``column`` holds ``value``;
 * ``("and", parts)``, ``("or", parts)``, ``("not", part)``, ``("true",)``, ``("false",)``.
 
@@ -34,6 +34,7 @@ from typing import Any
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from ..core import ir
+from ..core.hierarchy_roles import hierarchy_roles
 from .conditions import FALSE, TRUE, Cond, Test, compile_cond, conj, disj, neg, row_holds, to_json
 from .hierarchy import Hierarchy, NoLift, lift, unnested
 
@@ -50,16 +51,6 @@ _UNBOUND: Any = None
 #: a value known when a filter is computed (the subject, the operation), in :meth:`Partial.warm`
 KNOWN: Any = object()
 
-#: the prelude's hierarchy (rules/prelude.gl), whose meaning over the resource is built in:
-#: a program that defines these relations otherwise has them evaluated like any other
-PRELUDE = {
-    "ancestor": {"ancestor(P, C) :- contains(P, C).",
-                 "ancestor(A, C) :- ancestor(A, P), contains(P, C)."},
-    "ancestor_or_self": {"ancestor_or_self(X, X) :- entity(X, _?0).",
-                         "ancestor_or_self(A, X) :- ancestor(A, X)."},
-}
-
-
 def rules_by_head(program: ir.Program) -> dict[str, list[ir.Rule]]:
     """``program``'s rules by the relation they derive (made once per program)."""
     got = program.compiled.get("rules_by_head")
@@ -70,18 +61,6 @@ def rules_by_head(program: ir.Program) -> dict[str, list[ir.Rule]]:
         got = program.compiled["rules_by_head"] = by
     assert isinstance(got, dict)
     return got
-
-
-def prelude_hierarchy(program: ir.Program) -> bool:
-    """Whether ``program``'s hierarchy is the prelude's: ``contains`` and ``entity`` stored,
-    ``ancestor`` their transitive closure, ``ancestor_or_self`` it and every entity (found
-    once per program)."""
-    got = program.compiled.get("prelude_hierarchy")
-    if got is None:
-        got = program.compiled["prelude_hierarchy"] = not (
-            program.derived & {"contains", "entity"}) and all(
-            {str(r) for r in program.rules_for(rel)} == want for rel, want in PRELUDE.items())
-    return bool(got)
 
 
 def row_relations(program: ir.Program) -> bool:
@@ -101,7 +80,7 @@ def unsupported(message: str, rule: ir.Rule | None) -> GrantlogError:
 
 
 class Partial:
-    """One partial evaluation over a read's view ``ctx`` (engine/demand.py)."""
+    """One partial evaluation over a read's view ``ctx`` (engine/eval/demand.py)."""
 
     def __init__(self, program: ir.Program, ctx: Any,
                  base: dict[str, dict[ir.Row, None]],
@@ -122,7 +101,12 @@ class Partial:
         self.rules = rules_by_head(program)
         self.derived = program.derived
         self.memo: dict[tuple[str, tuple[Any, ...]], list[tuple[tuple[Any, ...], Cond]]] = {}
-        self.hierarchy = prelude_hierarchy(program)
+        #: the hierarchy's relations (engine/core/hierarchy_roles.py); their meaning over the
+        #: resource is built in when ``hierarchy`` (the rules have the hierarchy's shape):
+        #: otherwise they are evaluated like any other relation
+        self.roles = hierarchy_roles(program)
+        self.hierarchy = self.roles.walkable
+        self.closures = self.roles.closures
         #: a row filter: ``row``/``cell`` over the unknown are the row's own (see above)
         self.rows = False
         #: a row filter's table
@@ -168,31 +152,31 @@ class Partial:
     def _atom(self, rel: str, args: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Cond]]:
         if self.rows and rel in ("row", "cell"):
             return self._row(rel, args)
-        if rel in ("ancestor_or_self", "ancestor") and self.hierarchy:
+        if rel in self.closures and self.hierarchy:
             a, b = args
             if b is SYM and a is not SYM:
                 if a is _UNBOUND:
                     raise unsupported(f"`{rel}(A, R)` with `A` unknown", self.rule)
-                c = ("under", a) if rel == "ancestor_or_self" else \
+                c = ("under", a) if rel == self.roles.closure else \
                     conj([("under", a), neg(("is", a))])
                 return [((a, SYM), c)]
             if a is SYM and b is not SYM and b is not _UNBOUND:  # R is above b
                 above = {row[0] for row in self.lookup(rel, (_UNBOUND, b))}
                 return [((SYM, b), ("in", frozenset(above)))] if above else []
             raise unsupported(f"`{rel}` with the resource in both places", self.rule)
-        if rel in self.derived and rel not in ("contains", "entity"):
+        if rel in self.derived and rel not in self.roles.stored:
             out = self._rules(rel, args)
             given = self.base.get(rel)
             if given:  # base facts of a derived relation
                 out += self._stored(rel, args, [r for r in given if all(
                     a is _UNBOUND or a is SYM or a == v for a, v in zip(args, r, strict=True))])
             return out
-        if rel == "entity" and args[0] is SYM and args[1] is not SYM and self.hierarchy:
+        if rel == self.roles.type and args[0] is SYM and args[1] is not SYM and self.hierarchy:
             if args[1] is not _UNBOUND:
                 return [((SYM, args[1]), ("type", args[1]))]
-            types = {row[1] for row in self.ctx.F["entity"]}
+            types = {row[1] for row in self.ctx.F[rel]}
             return [((SYM, t), ("type", t)) for t in sorted(types, key=ir.value_key)]
-        if rel == "contains" and args[1] is SYM and args[0] not in (SYM, _UNBOUND) and \
+        if rel == self.roles.edge and args[1] is SYM and args[0] not in (SYM, _UNBOUND) and \
                 self.hierarchy:
             return [((args[0], SYM), ("parent", args[0]))]
         return self._stored(rel, args)
@@ -276,9 +260,9 @@ class Partial:
     # -- a level's object: "the schema of R" -----------------------------------------------------
 
     def level_of(self, rel: str) -> Any:
-        """The type ``t`` when ``rel`` is defined by one rule ``rel(O, S) :- entity(S, t),
-        ancestor_or_self(S, O)`` and holds no base facts ("S is the ``t`` at or above O"),
-        else None."""
+        """The type ``t`` when ``rel`` is defined by one rule ``rel(O, S) :- type(S, t),
+        closure(S, O)`` (the hierarchy's roles) and holds no base facts ("S is the ``t`` at
+        or above O"), else None."""
         if self.base.get(rel):  # base facts of it too: not only the rule's answers
             return None
         levels = self.program.compiled.setdefault("level_relations", {})
@@ -292,10 +276,10 @@ class Partial:
             o, s = r.head.args
             if isinstance(o, ir.Var) and isinstance(s, ir.Var) and o.name != s.name and \
                     len(r.body) == 2 and all(isinstance(x, ir.Atom) for x in r.body):
-                ent = next((x for x in r.body if isinstance(x, ir.Atom) and x.rel == "entity"),
-                           None)
+                ent = next((x for x in r.body if isinstance(x, ir.Atom)
+                            and x.rel == self.roles.type), None)
                 anc = next((x for x in r.body if isinstance(x, ir.Atom)
-                            and x.rel == "ancestor_or_self"), None)
+                            and x.rel == self.roles.closure), None)
                 if ent is not None and anc is not None and ent.args[0] == s and \
                         isinstance(ent.args[1], ir.Const) and anc.args == (s, o):
                     t = ent.args[1].value
@@ -304,7 +288,7 @@ class Partial:
 
     def hierarchy_of_view(self) -> Hierarchy:
         if self._h is None:
-            self._h = Hierarchy(self.ctx)
+            self._h = Hierarchy(self.ctx, self.roles)
             self._h.cache = self.levels
         return self._h
 
@@ -378,8 +362,8 @@ class Partial:
             if rel in self.ctx.virtual or (cols and len(cols) < len(args)):
                 self.lookups.add((rel, cols))
             return
-        if rel in ("ancestor_or_self", "ancestor", "entity", "contains") and self.hierarchy:
-            if rel in ("ancestor_or_self", "ancestor") and args[0] is SYM:
+        if (rel in self.closures or rel in self.roles.stored) and self.hierarchy:
+            if rel in self.closures and args[0] is SYM:
                 self.warm(rel, (_UNBOUND, args[1]))
             return
         if rel not in self.derived:
@@ -518,12 +502,12 @@ class Partial:
             else:
                 vals = [self._value(t, env) for t in lit.args]
                 has_sym = any(v is SYM for v in vals)
-                if not has_sym:  # the fewest rows expected first (engine/stats.py)
+                if not has_sym:  # the fewest rows expected first (engine/plan/stats.py)
                     s = 50.0 + 29.0 / (1.0 + self._fanout(lit, vals))
                 else:
                     others = [v for v in vals if v is not SYM]
                     s = 20.0 + (10.0 if all(v is not _UNBOUND for v in others) else 0.0)
-                    if lit.rel in ("ancestor_or_self", "ancestor") and vals[0] is _UNBOUND:
+                    if lit.rel in self.closures and vals[0] is _UNBOUND:
                         s = 0.0  # needs the ancestor first
             if s > score:
                 best, score = i, s

@@ -22,7 +22,7 @@ from .reasoner import Reasoner
 
 
 @dataclass(frozen=True)
-class Delta:
+class Difference:
     """One row gained (``+``) or lost (``-``), with the proof of why it holds (or held)."""
 
     sign: str  # "+" gained, "-" lost
@@ -53,8 +53,8 @@ class WhatIf:
     """The rows of ``relation`` gained and lost from *before* to *after*, each sorted."""
 
     relation: str
-    gained: tuple[Delta, ...]
-    lost: tuple[Delta, ...]
+    gained: tuple[Difference, ...]
+    lost: tuple[Difference, ...]
 
     def __bool__(self) -> bool:
         """True when there is a difference."""
@@ -102,20 +102,20 @@ def diff_programs(before: ir.Program, after: ir.Program, relation: str = "allowe
             r.seed({rel: rows for rel, rows in facts.items() if rel in r.program.relations}, 0)
     old = r_before.rows(relation) if in_before else set()
     new = r_after.rows(relation) if in_after else set()
-    gained = tuple(_delta("+", relation, row, r_after if proofs else None)
+    gained = tuple(_difference("+", relation, row, r_after if proofs else None)
                    for row in sorted(new - old, key=ir.row_key))
-    lost = tuple(_delta("-", relation, row, r_before if proofs else None)
+    lost = tuple(_difference("-", relation, row, r_before if proofs else None)
                  for row in sorted(old - new, key=ir.row_key))
     return WhatIf(relation, gained, lost)
 
 
-def _delta(sign: str, rel: str, row: ir.Row, reasoner: Reasoner | None) -> Delta:
+def _difference(sign: str, rel: str, row: ir.Row, reasoner: Reasoner | None) -> Difference:
     if reasoner is None:
-        return Delta(sign, rel, row)
+        return Difference(sign, rel, row)
     goal = ir.show_atom(rel, row)
     ex = reasoner.explain(goal)
     if not ex.holds or ex.proof is None:  # the goal text must round-trip to this very row
         raise AssertionError(f"what-if: no proof for {goal}, a row of `{rel}`")
-    return Delta(sign, rel, row, ex.proof)
+    return Difference(sign, rel, row, ex.proof)
 
 

@@ -1,6 +1,6 @@
 """The pyDatalog backend: an independent oracle for the in-memory engine.
 
-:class:`PyDatalogReasoner` answers the questions of :class:`engine.reasoner.Reasoner`
+:class:`PyDatalogReasoner` answers the questions of :class:`engine.answer.reasoner.Reasoner`
 (``insert`` / ``retract`` / ``transaction``, ``rows``, ``query``, ``ask``, ``check``, ``list``,
 ``who``) with pyDatalog 0.22's engine: top-down SLG resolution with tabling, a different
 algorithm from the in-memory bottom-up evaluator, sharing nothing with it but the IR. The
@@ -48,7 +48,6 @@ is left alone. A lock serializes the calls on one instance.
 from __future__ import annotations
 
 import builtins
-import difflib
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -59,7 +58,9 @@ from pyDatalog import Logic, pyEngine, pyParser
 
 from ..compile.compiler import compile_goal
 from ..core import ir
+from ..core.hierarchy_roles import hierarchy_roles
 from ..core.results import Change, Changes, Decision, Transaction, Writes
+from ..core.terms import lit_vars
 
 UNSUPPORTED = "unsupported-feature"
 
@@ -80,18 +81,8 @@ def unsupported(feature: str, span: Span | None, why: str) -> GrantlogError:
         f"{why}; the in-memory backend (the default) does")])
 
 
-def _vars(lit: ir.Lit) -> set[str]:
-    if isinstance(lit, ir.Atom):
-        terms: tuple[ir.Term, ...] = lit.args
-    elif isinstance(lit, ir.Neg):
-        terms = lit.atom.args
-    else:
-        terms = (lit.left, lit.right)
-    return {t.name for t in terms if isinstance(t, ir.Var)}
-
-
 def _anonymous(name: str) -> bool:
-    return name.startswith("_?")  # engine/lower.py renames each `_` to `_?N`
+    return name.startswith("_?")  # engine/compile/lower.py renames each `_` to `_?N`
 
 
 class _Translator:
@@ -287,16 +278,16 @@ class _Translator:
                 calls.append((call, mine, {str(t) for t in call.terms
                                            if isinstance(t, pyEngine.Var)}))
             elif isinstance(lit, ir.Atom):
-                calls.append((self.atom(lit), [], _vars(lit)))
+                calls.append((self.atom(lit), [], lit_vars(lit)))
         types = self.types([*body, *filters])
 
         def ready(lit: ir.Lit) -> bool:
             if isinstance(lit, ir.Neg):  # `_` in a negation stays free: "for no value"
-                return {v for v in _vars(lit) if not _anonymous(v)} <= bound
+                return lit_vars(lit, named=True) <= bound
             if isinstance(lit, ir.Cmp) and lit.op == "=":  # binds one side from the other
                 return any(isinstance(t, ir.Const) or t.name in bound
                            for t in (lit.left, lit.right))
-            return _vars(lit) <= bound
+            return lit_vars(lit) <= bound
 
         def flush() -> None:
             while True:
@@ -308,7 +299,7 @@ class _Translator:
                     out.append(self.atom(lit.atom, negated=True))
                 elif isinstance(lit, ir.Cmp):
                     out.append(self.cmp(lit, types))
-                    bound.update(_vars(lit))
+                    bound.update(lit_vars(lit))
 
         flush()
         for call, mine, names in calls:
@@ -325,9 +316,9 @@ class _Translator:
 class PyDatalogReasoner(Writes):
     """The pyDatalog backend: ``grantlog.Reasoner(program, backend="pydatalog")``.
 
-    The same questions and answers as :class:`~engine.reasoner.Reasoner`: ``query`` sorts
+    The same questions and answers as :class:`~engine.answer.reasoner.Reasoner`: ``query`` sorts
     its bindings the same way, ``insert`` / ``retract`` / ``transaction`` report the same
-    :class:`~engine.reasoner.Changes` (materialized relations, and virtual ones when watched;
+    :class:`~engine.answer.reasoner.Changes` (materialized relations, and virtual ones when watched;
     computed here by evaluating them before and after), ``check`` answers
     ``Decision(allowed, ())`` — no reasons — and ``explain`` is refused.
     """
@@ -361,7 +352,7 @@ class PyDatalogReasoner(Writes):
     def _new_logic() -> Any:
         """A fresh pyDatalog logic, leaving the calling thread's in place."""
         parsed = getattr(pyParser.Thread_storage, "variables", None)
-        with _borrowed(None):
+        with borrowed(None):
             logic = Logic()  # installs itself in the thread and clears pyParser's state
         if parsed is not None:
             pyParser.Thread_storage.variables = parsed
@@ -370,7 +361,7 @@ class PyDatalogReasoner(Writes):
     @contextmanager
     def _active(self) -> Iterator[None]:
         """This instance's logic in the calling thread for the duration of the block."""
-        with self._lock, _borrowed(self._logic):
+        with self._lock, borrowed(self._logic):
             yield
 
     def _ask(self, literal: Any) -> set[ir.Row]:
@@ -382,29 +373,10 @@ class PyDatalogReasoner(Writes):
     # -- updates --------------------------------------------------------------------------------
 
     def _relation(self, rel: str) -> ir.Relation:
-        r = self.program.relations.get(rel)
-        if r is None:
-            close = difflib.get_close_matches(rel, sorted(self.program.relations), n=1)
-            raise GrantlogError([error(
-                "unknown-relation", f"relation `{rel}` does not exist", _API,
-                f"did you mean `{close[0]}`?" if close else None)])
-        return r
+        return self.program.relation(rel)
 
     def _rows(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> list[ir.Row]:
-        """Rows checked like the in-memory reasoner checks them (``bad-fact``,
-        ``derived-relation``)."""
-        r = self._relation(rel)
-        refused = self.program.write_refusal(rel)
-        if refused:
-            raise GrantlogError([refused])
-        out: list[ir.Row] = []
-        for raw in rows:
-            row = tuple(raw)
-            problem = ir.row_problem(r, row)
-            if problem:
-                raise GrantlogError([error("bad-fact", problem, _API)])
-            out.append(row)
-        return out
+        return self.program.writable_rows(rel, rows)
 
     @contextmanager
     def transaction(self, watch: Iterable[str] | str = ()) -> Iterator[Transaction]:
@@ -517,19 +489,21 @@ class PyDatalogReasoner(Writes):
         within: str | None = None,
     ) -> builtins.list[ir.Value]:
         """The resources ``subject`` may perform ``operation`` on, sorted; with ``type``, only
-        resources with ``entity(resource, type)``; with ``within``, only those with
-        ``ancestor_or_self(within, resource)``."""
+        resources with ``type(resource, type)``; with ``within``, only those with
+        ``closure(within, resource)`` (the relations declared ``@hierarchy(type)`` and
+        ``@hierarchy(closure)``: engine/core/hierarchy_roles.py)."""
+        roles = hierarchy_roles(self.program)
+        type_rel = roles.need("type", "`list(type=)`") if type is not None else None
+        closure = roles.need("closure", "`list(within=)`") if within is not None else None
         found = {row[2] for row in self._decision((subject, operation, None))}
-        if type is not None:
-            self._relation("entity")
+        if type_rel is not None:
             with self._active():
                 found = {x for x in found
-                         if self._ask(self._tr.open_rows("entity", (x, type)))}
-        if within is not None:
-            self._relation("ancestor_or_self")
+                         if self._ask(self._tr.open_rows(type_rel, (x, type)))}
+        if closure is not None:
             with self._active():
                 found = {x for x in found
-                         if self._ask(self._tr.open_rows("ancestor_or_self", (within, x)))}
+                         if self._ask(self._tr.open_rows(closure, (within, x)))}
         return sorted(found, key=ir.value_key)
 
     def who(self, operation: str, resource: str) -> builtins.list[ir.Value]:
@@ -543,7 +517,7 @@ class PyDatalogReasoner(Writes):
 
 
 @contextmanager
-def _borrowed(logic: Any) -> Iterator[None]:
+def borrowed(logic: Any) -> Iterator[None]:
     """Make ``logic`` the calling thread's pyDatalog logic for the block (``None``: leave
     whatever the block installs), then put the thread's previous logic and pyDatalog's
     fresh-variable counter back."""

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, Span, error, warning
-from grantlog.grammar.parser import ANNOTATIONS
+from grantlog.grammar.parser import ANNOTATION_ARGS, ANNOTATIONS, split_annotation
 
+from ..core.analyses import graph_nodes, sccs
 from ..core.ir import derived_relation
 from ..core.terms import compare
 
@@ -95,15 +96,20 @@ def lit_vars(lit: ast.Literal) -> list[ast.Var]:
 
 
 def check_declarations(u: Unit) -> None:
-    """duplicate-declaration, unknown-type, unknown-annotation"""
+    """duplicate-declaration, unknown-type, unknown-annotation, bad-annotation (an
+    annotation's argument), hierarchy-role (a role declared twice, on a relation not binary)"""
+    roles: dict[str, ast.Decl] = {}
     for st in u.statements():
         if not isinstance(st, ast.Decl):
             continue
         for note in st.annotations:
-            if note not in ANNOTATIONS:
+            name, arg = split_annotation(note)
+            if name not in ANNOTATIONS:
                 known = ", ".join(f"`@{a}`" for a in ANNOTATIONS)
-                u.add(error("unknown-annotation", f"unknown annotation `@{note}`", st.span,
+                u.add(error("unknown-annotation", f"unknown annotation `@{name}`", st.span,
                             f"annotations are {known}"))
+            elif _annotation_arg(u, st, name, arg) and arg is not None:
+                _hierarchy_role(u, st, arg, roles)
         first = u.decls.get(st.name)
         if first is not None:
             u.add(error("duplicate-declaration", f"relation `{st.name}` is declared twice",
@@ -119,6 +125,44 @@ def check_declarations(u: Unit) -> None:
             if c.type is not None and c.type not in TYPES:
                 u.add(error("unknown-type", f"unknown type `{c.type}`", c.span,
                             "types are " + ", ".join(f"`{t}`" for t in TYPES)))
+
+
+def _annotation_arg(u: Unit, st: ast.Decl, name: str, arg: str | None) -> bool:
+    """bad-annotation: an annotation given an argument it does not take (or none where it
+    takes one); whether the argument is right."""
+    args = ANNOTATION_ARGS.get(name, ())
+    if (arg is None) == (not args) and (arg is None or arg in args):
+        return True
+    if not args:
+        u.add(error("bad-annotation", f"`@{name}` takes no argument", st.span,
+                    f"write `@{name} rel {st.name}(...)`"))
+    else:
+        took = f"`@{name}({arg})`" if arg is not None else f"`@{name}`"
+        u.add(error("bad-annotation", f"{took}: `@{name}` takes one of "
+                    + ", ".join(f"`{a}`" for a in args), st.span,
+                    f"e.g. `@{name}({args[0]}) rel {st.name}(...)` (docs/evaluation.md)"))
+    return False
+
+
+def _hierarchy_role(u: Unit, st: ast.Decl, role: str, roles: dict[str, ast.Decl]) -> None:
+    """hierarchy-role: ``@hierarchy(role)`` on a second relation, or on one that is not
+    binary (engine/core/hierarchy_roles.py checks what rules derive them)."""
+    other = next((r for r, d in roles.items() if d is st and r != role), None)
+    if other is not None:
+        u.add(error("hierarchy-role", f"`{st.name}` is declared `@hierarchy({other})` and "
+                    f"`@hierarchy({role})`; each role is a relation of its own", st.span))
+        return
+    first = roles.get(role)
+    if first is not None and first is not st:
+        u.add(error("hierarchy-role", f"`@hierarchy({role})` is declared twice: on "
+                    f"`{first.name}` and on `{st.name}`", st.span,
+                    f"first declared at {first.span}"))
+        return
+    roles[role] = st
+    if len(st.columns) != 2:
+        u.add(error("hierarchy-role", f"`@hierarchy({role})` relation `{st.name}` has "
+                    f"{len(st.columns)} column{_s(len(st.columns))}; a hierarchy role is "
+                    "binary", st.span))
 
 
 def check_arity(u: Unit) -> None:
@@ -302,54 +346,6 @@ def dependency_graph(u: Unit) -> dict[str, list[tuple[str, bool, ast.Atom]]]:
     return g
 
 
-def sccs(nodes: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
-    """Tarjan's algorithm, iterative; components come out dependencies first."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    out: list[list[str]] = []
-    counter = 0
-    for root in nodes:
-        if root in index:
-            continue
-        work: list[tuple[str, int]] = [(root, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on_stack.add(v)
-            children = succ.get(v, [])
-            recurse = False
-            while i < len(children):
-                w = children[i]
-                i += 1
-                if w not in index:
-                    work.append((v, i))
-                    work.append((w, 0))
-                    recurse = True
-                    break
-                if w in on_stack:
-                    low[v] = min(low[v], index[w])
-            if recurse:
-                continue
-            if low[v] == index[v]:
-                comp: list[str] = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                out.append(sorted(comp))
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-    return out
-
-
 def _path(succ: dict[str, list[str]], start: str, goal: str, within: set[str]) -> list[str]:
     """Shortest dependency path start -> ... -> goal inside one component (BFS)."""
     prev: dict[str, str | None] = {start: None}
@@ -374,9 +370,8 @@ def check_stratification(u: Unit) -> None:
     """negation-cycle: negation through recursion, naming the cycle"""
     g = dependency_graph(u)
     succ = {h: [b for b, _, _ in es] for h, es in g.items()}
-    nodes = sorted(set(succ) | {b for es in succ.values() for b in es})
     comp_of: dict[str, int] = {}
-    for i, comp in enumerate(sccs(nodes, succ)):
+    for i, comp in enumerate(sccs(graph_nodes(succ), succ)):
         for r in comp:
             comp_of[r] = i
     for head, edges in g.items():
@@ -423,7 +418,7 @@ def check_derived_facts(u: Unit) -> None:
     """derived-relation: a fact (of the rule files or of a test block) of a relation that rules
     derive, unless its declaration is ``@writable``. A fact there overrides every rule of the
     relation (a fact of the decision relation is an allow no deny takes back), and writes at
-    run time are refused alike (engine/ir.py ``Program.write_refusal``)."""
+    run time are refused alike (engine/core/ir.py ``Program.write_refusal``)."""
     rules: dict[str, list[tuple[str, Span]]] = {}
     for c in u.clauses():
         if not c.is_fact:

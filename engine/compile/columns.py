@@ -8,7 +8,7 @@ and the rule files can put there, and the base columns (relation, column) whose 
 flow there. ``load_tabel`` in ``allowed(alice, load_tabel, t1)`` is then an unknown operation
 when it is none of the constants and no base column named can hold it (:func:`reach`).
 
-The same analysis, run the other way, tells ``grantlog lint`` (engine/lint.py) which constants
+The same analysis, run the other way, tells ``grantlog lint`` (compile/lint.py) which constants
 a column of a fact can ever match: ``grant(alice, foo, ns1)`` is dead when every rule reading
 ``grant``'s privilege column compares it with ``read``, ``write``, ``execute`` or ``admin``.
 
@@ -23,10 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from typing import TypeVar
 
 from ..core import ir
 
 Column = tuple[str, int]
+H = TypeVar("H", bound=Hashable)
 
 #: ``accepts`` answers this for a column some rule matches with any value
 ANY = None
@@ -189,21 +191,29 @@ class ColumnAnalysis:
         for rel in open_bases:
             for i in range(self.program.relations[rel].arity):
                 feeds[(rel, i)] = frozenset({(rel, i)})
+        return self._fixpoint(feeds, lambda r, t: None if not isinstance(t, ir.Var)
+                              else self._class_feeds(r.of(t), feeds))
+
+    def _fixpoint(self, out: dict[Column, frozenset[H]],
+                  value: Callable[[_Rule, ir.Term], frozenset[H] | None],
+                  ) -> dict[Column, frozenset[H]]:
+        """Stratum by stratum, until nothing changes: add to ``out`` at each head column
+        what ``value`` gives for the head's term there (None: nothing)."""
         for stratum in self._by_stratum:
             changed = True
             while changed:
                 changed = False
                 for r in stratum:
                     for i, t in enumerate(r.rule.head.args):
-                        if not isinstance(t, ir.Var):
+                        got = value(r, t)
+                        if got is None:
                             continue
-                        got = self._class_feeds(r.of(t), feeds)
                         col = (r.head, i)
-                        old = feeds.get(col, frozenset())
+                        old = out.get(col, frozenset())
                         if not got <= old:
-                            feeds[col] = old | got
+                            out[col] = old | got
                             changed = True
-        return feeds
+        return out
 
     @staticmethod
     def _class_feeds(c: _Class, feeds: Mapping[Column, frozenset[Column]]) -> frozenset[Column]:
@@ -221,22 +231,9 @@ class ColumnAnalysis:
                          ) -> dict[Column, frozenset[ir.Value]]:
         consts: dict[Column, frozenset[ir.Value]] = {
             col: frozenset(vs) for col, vs in self._static.items()}
-        for stratum in self._by_stratum:
-            changed = True
-            while changed:
-                changed = False
-                for r in stratum:
-                    for i, t in enumerate(r.rule.head.args):
-                        col = (r.head, i)
-                        if isinstance(t, ir.Const):
-                            got: frozenset[ir.Value] = frozenset((t.value,))
-                        else:
-                            got = self._class_consts(r.of(t), feeds, consts)
-                        old = consts.get(col, frozenset())
-                        if not got <= old:
-                            consts[col] = old | got
-                            changed = True
-        return consts
+        return self._fixpoint(consts, lambda r, t: frozenset((t.value,))
+                              if isinstance(t, ir.Const)
+                              else self._class_consts(r.of(t), feeds, consts))
 
     @staticmethod
     def _class_consts(c: _Class, feeds: Mapping[Column, frozenset[Column]],

@@ -10,10 +10,11 @@ from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 from grantlog.grammar.parser import parse_goal
 
 from ..core import ir
-from ..plan.materialize import analyse
+from ..core.hierarchy_roles import hierarchy_problems
 from .checks import Unit, bind_vars, check_body, run_checks
 from .loader import load
 from .lower import lower, lower_body
+from .materialize import analyse
 
 
 def compile_program(
@@ -46,7 +47,7 @@ def compile_program(
     if any(d.severity == "error" for d in diags):
         raise GrantlogError(diags, loaded.sources)
     program = lower(unit, loaded.sources, loaded.roots)
-    bad = analyse(program)
+    bad = analyse(program) + hierarchy_problems(program)
     if bad:
         raise GrantlogError(diags + bad, loaded.sources)
     program.warnings = [d for d in diags if d.severity == "warning"]

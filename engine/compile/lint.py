@@ -11,11 +11,11 @@ from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, sort_diagnostics, warning
 
 from ..core import ir
-from ..plan.materialize import analyse
 from .checks import Unit, all_atoms, body_atoms, lit_vars, run_checks
 from .columns import ANY, ColumnAnalysis
 from .loader import expand_paths, load
 from .lower import lower
+from .materialize import analyse
 
 
 def _singletons(u: Unit) -> list[Diagnostic]:

@@ -8,7 +8,8 @@ from grantlog.grammar import ast
 from grantlog.grammar.formatter import body as format_body
 
 from ..core import ir
-from .checks import Unit, body_atoms, dependency_graph, sccs
+from ..core.analyses import stratify
+from .checks import Unit, body_atoms
 
 
 class _Fresh:
@@ -83,35 +84,7 @@ def lower(u: Unit, sources: dict[str, str], files: list[str]) -> ir.Program:
             )
             tests.append(ir.TestCase(st.name, m.file, tfacts, expects, st.span))
 
-    return ir.Program(relations, rules, facts, stratify(u, rules), tests, sources, files)
-
-
-def stratify(u: Unit, rules: list[ir.Rule]) -> list[ir.Stratum]:
-    g = dependency_graph(u)
-    succ = {h: sorted({b for b, _, _ in es}) for h, es in g.items()}
-    nodes = sorted(set(succ) | {b for es in succ.values() for b in es})
-    strata: list[ir.Stratum] = []
-    for comp in sccs(nodes, succ):
-        members = set(comp)
-        rule_ids = tuple(r.index for r in rules if r.head.rel in members)
-        if not rule_ids:
-            continue
-        recursive = any(
-            a.rel in members
-            for r in rule_ids for a, _ in _ir_atoms(rules[r].body)
-        )
-        strata.append(ir.Stratum(len(strata), tuple(comp), rule_ids, recursive))
-    return strata
-
-
-def _ir_atoms(body: tuple[ir.Lit, ...]) -> list[tuple[ir.Atom, bool]]:
-    out: list[tuple[ir.Atom, bool]] = []
-    for lit in body:
-        if isinstance(lit, ir.Atom):
-            out.append((lit, True))
-        elif isinstance(lit, ir.Neg):
-            out.append((lit.atom, False))
-    return out
+    return ir.Program(relations, rules, facts, stratify(rules), tests, sources, files)
 
 
 __all__ = ["body_atoms", "lower", "lower_body", "stratify"]

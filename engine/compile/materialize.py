@@ -4,14 +4,14 @@ Materialized (kept in memory, maintained incrementally): base relations, every r
 relation that does not depend on the decision relation (hierarchy closures, nested
 memberships), and everything a materialized relation depends on. Every other derived relation
 is *virtual*: evaluated goal-directed when a read needs it, with the read's bound arguments
-pushed into its rules (engine/demand.py), so a check never materializes subject × object. The
+pushed into its rules (engine/eval/demand.py), so a check never materializes subject × object. The
 decision relation and what is built on it stay virtual even when recursive (one operation's
 permission defined through another's); demand evaluation tables recursive calls.
 
 Annotations override the analysis: ``@materialize rel holds(...)`` keeps a small non-recursive
 relation in memory (it and what it depends on), ``@demand`` forces a relation virtual, and
 ``@decision`` names the decision relation of ``check`` (default: ``allowed``).
-``@writable`` lets writes give facts of a derived relation (engine/checks.py refuses a fact of
+``@writable`` lets writes give facts of a derived relation (compile/checks.py refuses a fact of
 a derived relation without it, and so does every write: ``ir.Program.write_refusal``).
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 from grantlog.grammar.diagnostics import Diagnostic, Span, error
 
 from ..core import ir
+from ..core.analyses import program_dependencies
 
 
 def analyse(program: ir.Program) -> list[Diagnostic]:
@@ -42,15 +43,7 @@ def analyse(program: ir.Program) -> list[Diagnostic]:
                                f"decision relation `{decisions[0]}` must have 3 columns "
                                "(subject, operation, resource)", where(decisions[0])))
 
-    recursive = {r for st in program.strata if st.recursive for r in st.relations}
-    deps: dict[str, set[str]] = {}
-    for rule in program.rules:
-        d = deps.setdefault(rule.head.rel, set())
-        for lit in rule.body:
-            if isinstance(lit, ir.Atom):
-                d.add(lit.rel)
-            elif isinstance(lit, ir.Neg):
-                d.add(lit.atom.rel)
+    deps = program_dependencies(program)
     derived = program.derived
     forced = {n for n, r in rels.items() if "materialize" in r.annotations}
     demand = {n for n, r in rels.items() if "demand" in r.annotations}
@@ -89,7 +82,7 @@ def analyse(program: ir.Program) -> list[Diagnostic]:
     stack = sorted(materialized)
     while stack:
         r = stack.pop()
-        for dep in deps.get(r, set()):
+        for dep in deps.get(r, ()):
             if dep not in materialized:
                 materialized.add(dep)
                 stack.append(dep)
@@ -98,5 +91,4 @@ def analyse(program: ir.Program) -> list[Diagnostic]:
                            f"`{n}` is `@demand` but a materialized relation depends on it",
                            where(n), "materialized relations can only use materialized ones"))
     program.virtual = frozenset(derived - materialized)
-    del recursive
     return diags

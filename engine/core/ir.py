@@ -1,6 +1,6 @@
 """The intermediate representation every evaluator consumes.
 
-Lowering (engine/lower.py) turns checked AST modules into a :class:`Program`: relations with
+Lowering (engine/compile/lower.py) turns checked AST modules into a :class:`Program`: relations with
 their arity and declared columns, rules with plain terms (anonymous ``_`` renamed apart), base
 facts with their origin, strata in evaluation order, and the `test` blocks.
 """
@@ -8,11 +8,15 @@ facts with their origin, strata in evaluation order, and the `test` blocks.
 from __future__ import annotations
 
 import bisect
+import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grantlog.grammar.diagnostics import Diagnostic, Span, error
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
+
+#: where a diagnostic about an API call (not a rule file) points
+API_SPAN = Span("<api>", 0, 0, 0, 0)
 
 Value = str | int
 Row = tuple[Value, ...]
@@ -153,7 +157,7 @@ class Program:
     files: list[str]
     warnings: list[Diagnostic] = field(default_factory=list)
     decision: str = "allowed"
-    #: derived relations answered on demand instead of materialized (engine/analysis.py)
+    #: derived relations answered on demand instead of materialized (engine/compile/materialize.py)
     virtual: frozenset[str] = frozenset()
     #: compiled artifacts shared by every Reasoner of this program (plans, generated code)
     compiled: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
@@ -187,6 +191,33 @@ class Program:
                 if r not in self.relations or "writable" not in self.relations[r].annotations)
         return got
 
+    def relation(self, rel: str) -> Relation:
+        """The relation named ``rel``; else ``unknown-relation`` (with the closest name)."""
+        r = self.relations.get(rel)
+        if r is None:
+            close = difflib.get_close_matches(rel, sorted(self.relations), n=1)
+            raise GrantlogError([error(
+                "unknown-relation", f"relation `{rel}` does not exist", API_SPAN,
+                f"did you mean `{close[0]}`?" if close else None)])
+        return r
+
+    def writable_rows(self, rel: str, rows: Iterable[Sequence[Value]]) -> list[Row]:
+        """``rows`` of ``rel`` as a write gives them, checked (every backend checks alike):
+        ``unknown-relation``, ``derived-relation`` (rules derive it and it is not
+        ``@writable``), ``bad-fact`` (arity, types, 64-bit integers, NUL)."""
+        r = self.relation(rel)
+        refused = self.write_refusal(rel)
+        if refused:
+            raise GrantlogError([refused])
+        out: list[Row] = []
+        for raw in rows:
+            row = tuple(raw)
+            problem = row_problem(r, row)
+            if problem:
+                raise GrantlogError([error("bad-fact", problem, API_SPAN)])
+            out.append(row)
+        return out
+
     def write_refusal(self, rel: str, span: Span | None = None,
                       what: str = "a write gives facts of") -> Diagnostic | None:
         """Why a write (an insert or a retract, a loaded or uploaded fact) may not give facts
@@ -202,7 +233,7 @@ def derived_relation(rel: str, rules: Sequence[tuple[str, Span]], span: Span,
                      what: str) -> Diagnostic:
     """``derived-relation``: ``what`` (e.g. "a fact of") ``rel``, which ``rules`` (name,
     place) derive; names the first of them and the annotation that would allow it. The
-    compiler (engine/checks.py) and every write path report it alike."""
+    compiler (engine/compile/checks.py) and every write path report it alike."""
     by = ""
     if rules:
         name, at = rules[0]
@@ -242,7 +273,7 @@ def row_problem(relation: Relation, row: Row) -> str | None:
 
 def value_key(v: Value) -> tuple[int, Value]:
     """A sort key for grantlog's total order of values: every int before every string, then
-    the natural order (what comparisons use, engine/codegen.py)."""
+    the natural order (what comparisons use, engine/plan/codegen.py)."""
     return (0, v) if isinstance(v, int) else (1, v)
 
 

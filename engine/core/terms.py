@@ -3,6 +3,7 @@ matching a rule's head against a row."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from . import ir
@@ -12,7 +13,7 @@ def is_anon(t: ir.Term) -> bool:
     return isinstance(t, ir.Var) and t.name.startswith("_?")
 
 
-def _lt(a: Any, b: Any) -> bool:
+def less(a: Any, b: Any) -> bool:
     """Total order used by comparisons: integers before strings, then natural order."""
     if type(a) is type(b):
         return bool(a < b)
@@ -25,13 +26,13 @@ def compare(op: str, a: Any, b: Any) -> bool:
     if op == "!=":
         return bool(a != b)
     if op == "<":
-        return _lt(a, b)
+        return less(a, b)
     if op == "<=":
-        return a == b or _lt(a, b)
+        return a == b or less(a, b)
     if op == ">":
-        return _lt(b, a)
+        return less(b, a)
     if op == ">=":
-        return a == b or _lt(b, a)
+        return a == b or less(b, a)
     raise ValueError(op)
 
 
@@ -47,3 +48,46 @@ def unify(head: ir.Atom, row: ir.Row) -> dict[str, ir.Value] | None:
         else:
             env[t.name] = v
     return env
+
+
+def lit_atom(lit: ir.Lit) -> ir.Atom | None:
+    """The atom of a positive or negated literal (None for a comparison)."""
+    if isinstance(lit, ir.Atom):
+        return lit
+    if isinstance(lit, ir.Neg):
+        return lit.atom
+    return None
+
+
+def lit_terms(lit: ir.Lit) -> tuple[ir.Term, ...]:
+    """The terms of a literal: an atom's (or a negated atom's) arguments, a comparison's two
+    sides."""
+    atom = lit_atom(lit)
+    if atom is not None:
+        return atom.args
+    assert isinstance(lit, ir.Cmp)
+    return (lit.left, lit.right)
+
+
+def term_vars(terms: Iterable[ir.Term], named: bool = False) -> set[str]:
+    """The variables among ``terms`` (``named``: without the anonymous ones)."""
+    return {t.name for t in terms if isinstance(t, ir.Var) and not (named and is_anon(t))}
+
+
+def lit_vars(lit: ir.Lit, named: bool = False) -> set[str]:
+    """The variables of a literal (``named``: without the anonymous ones)."""
+    return term_vars(lit_terms(lit), named)
+
+
+def atom_vars(lit: ir.Lit) -> set[str]:
+    """The named variables of a positive or negated atom (none for a comparison): what
+    reading it binds."""
+    atom = lit_atom(lit)
+    return set() if atom is None else term_vars(atom.args, named=True)
+
+
+def distinct_vars(args: Iterable[ir.Term]) -> tuple[str, ...] | None:
+    """The names of ``args`` when all are distinct named variables, else None."""
+    args = tuple(args)
+    names = tuple(t.name for t in args if isinstance(t, ir.Var) and not is_anon(t))
+    return names if len(names) == len(args) == len(set(names)) else None

@@ -1,9 +1,9 @@
-"""Goal-directed answers for virtual relations (see engine/analysis.py).
+"""Goal-directed answers for virtual relations (see engine/compile/materialize.py).
 
 A :class:`DemandContext` wraps the accessors generated rule code reads — ``F[rel]`` and
 ``I(rel, cols)`` — so that a virtual relation looks like any other: membership, iteration and
 index lookups on it run its rules with the looked-up columns bound (sideways information
-passing: the bound head arguments seed the body plan, engine/plan.py ``plan_bound``). Results
+passing: the bound head arguments seed the body plan, engine/plan/join.py ``plan_bound``). Results
 are memoized per (relation, bound columns, key): for one read, or across reads when the
 reasoner passes its memo (it drops a relation's entries when something it depends on changes).
 A lookup may be answered from a coarser one that statistics say is small (:meth:`DemandPlans.
@@ -18,11 +18,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core import ir
-from ..core.terms import is_anon
+from ..core.analyses import Closure, edge_closure, recursive_components, views
 from ..plan.codegen import Binder, RunFn, compile_keyed, compile_plan
 from ..plan.join import NegCheck, RulePlan, Scan, plan_bound
 from ..plan.stats import EXHAUSTIVE, Statistics
-from .closure import Closure, detect, walker
+from ..plan.unfold import instantiate
+from .closure import walker
 
 Key = tuple[ir.Value, ...]
 #: the matching rows of one lookup, each with the index of its deriving rule
@@ -44,7 +45,7 @@ IndexFn = Callable[[str, tuple[int, ...]], Any]
 class DemandPlans:
     """Compiled bound plans per (rule, bound head variables), shared by all contexts.
 
-    With :class:`~engine.stats.Statistics` attached (:meth:`use`), each body is ordered by
+    With :class:`~engine.plan.stats.Statistics` attached (:meth:`use`), each body is ordered by
     estimated cost; without, by bound columns. Generated functions are kept in ``compiled``
     by (rule, bound variables, atom order), which reasoners of one program may share."""
 
@@ -60,11 +61,9 @@ class DemandPlans:
         self.compiled = {} if compiled is None else compiled
         self.stats: Statistics | None = None
         self.arity = {n: r.arity for n, r in program.relations.items()}
-        self.recursive = frozenset(r for st in program.strata if st.recursive
-                                   for r in st.relations)
         #: the relations of each recursive relation's strongly connected component
-        self.scc = {r: frozenset(st.relations) for st in program.strata if st.recursive
-                    for r in st.relations}
+        self.scc = recursive_components(program)
+        self.recursive = frozenset(self.scc)
         self._coarse: dict[tuple[str, tuple[int, ...]], Coarse | None] = {}
         self._calls: dict[tuple[str, tuple[int, ...]], Dispatch] = {}
         self._closure: dict[str, Closure | None] = {}
@@ -112,7 +111,7 @@ class DemandPlans:
     def order(self, rule: ir.Rule, bound: frozenset[str]) -> tuple[int, ...] | None:
         """The atom order statistics choose for ``rule``'s body (kept per rule body and
         bound variables until :meth:`use`); a query's goal (rule index -1) is ordered as one
-        (engine/stats.py ``Statistics.order``)."""
+        (engine/plan/stats.py ``Statistics.order``)."""
         if self.stats is None:
             return None
         k = (id(rule.body), bound)  # bodies hash slowly; the kept body makes the id safe
@@ -154,10 +153,10 @@ class DemandPlans:
 
     def closure(self, rel: str) -> Closure | None:
         """How ``rel`` is answered by a graph walk when it is a virtual transitive closure
-        alone in its component (engine/closure.py; :meth:`DemandContext.closure`)."""
+        alone in its component (engine/eval/closure.py; :meth:`DemandContext.closure`)."""
         if rel not in self._closure:
             self._closure[rel] = (
-                detect(self.rules.get(rel, ()), self.program)
+                edge_closure(self.program, rel)
                 if rel in self.program.virtual and self.scc.get(rel) == frozenset({rel})
                 else None)
         return self._closure[rel]
@@ -241,7 +240,7 @@ class DemandPlans:
 
     def unfold(self, rule: ir.Rule) -> ir.Rule:
         """``rule`` with each positive body atom of a view replaced by the view's body, while
-        the body keeps at most :data:`~engine.stats.EXHAUSTIVE` positive atoms (so statistics
+        the body keeps at most :data:`~engine.plan.stats.EXHAUSTIVE` positive atoms (so statistics
         still order it exhaustively). A view here: virtual, not recursive, defined by one rule
         whose head has distinct variables, and with no stored rows (:attr:`unfolded` lists
         the views unfolded, so that storing rows in one of them re-plans). The unfolded rule
@@ -265,7 +264,7 @@ class DemandPlans:
                     continue
                 n += 1
                 self.unfolded.add(lit.rel)
-                body[i:i + 1] = _instantiate(view, lit, f"~{n}")
+                body[i:i + 1] = instantiate(view, lit, f"~{n}")
                 break
             else:
                 break
@@ -275,13 +274,11 @@ class DemandPlans:
 
     def _view(self, rel: str) -> ir.Rule | None:
         """The one rule of ``rel`` when ``rel`` can be unfolded (see :meth:`unfold`)."""
-        rules = self.rules.get(rel, ())
-        if (len(rules) != 1 or rel not in self.program.virtual or rel in self.recursive
-                or self.stats is None or self.stats.size(rel)):
+        view = views(self.program).get(rel)
+        if (view is None or rel not in self.program.virtual or self.stats is None
+                or self.stats.size(rel)):
             return None
-        head = rules[0].head.args
-        names = [t.name for t in head if isinstance(t, ir.Var) and not is_anon(t)]
-        return rules[0] if len(names) == len(head) == len(set(names)) else None
+        return view
 
     def fn(self, rule: ir.Rule, bound: frozenset[str]) -> RunFn:
         k = (rule.index, bound)
@@ -295,30 +292,6 @@ class DemandPlans:
                     plan_bound(rule, set(bound), self.program.virtual, order))
             self.cache[k] = f
         return f
-
-
-def _instantiate(view: ir.Rule, atom: ir.Atom, suffix: str) -> list[ir.Lit]:
-    """The body of ``view`` for ``atom``: head variables replaced by the atom's arguments
-    (an anonymous argument by a fresh variable, as the body may use it more than once), the
-    body's own variables renamed apart with ``suffix`` (anonymous ones stay anonymous)."""
-    sub: dict[str, ir.Term] = {}
-    for h, t in zip(view.head.args, atom.args, strict=True):
-        assert isinstance(h, ir.Var)
-        sub[h.name] = ir.Var(f"{h.name}{suffix}") if is_anon(t) else t
-
-    def term(t: ir.Term) -> ir.Term:
-        if isinstance(t, ir.Const):
-            return t
-        return sub.get(t.name) or ir.Var(f"{t.name}{suffix}")
-
-    def lit(x: ir.Lit) -> ir.Lit:
-        if isinstance(x, ir.Atom):
-            return ir.Atom(x.rel, tuple(term(t) for t in x.args))
-        if isinstance(x, ir.Neg):
-            return ir.Neg(ir.Atom(x.atom.rel, tuple(term(t) for t in x.atom.args)))
-        return ir.Cmp(x.op, term(x.left), term(x.right))
-
-    return [lit(x) for x in view.body]
 
 
 @dataclass(frozen=True)
@@ -647,7 +620,7 @@ class Lookup:
 
     def _walker(self) -> Callable[[Key], dict[ir.Row, int]]:
         """:meth:`answer` for a transitive closure looked up on one column: the walk
-        (engine/closure.py ``walker``) over the edge's index, found at the first call."""
+        (engine/eval/closure.py ``walker``) over the edge's index, found at the first call."""
         c, ctx, table = self.closure, self.ctx, self.table
         assert c is not None
         forward = self.cols == (0,)

@@ -34,11 +34,11 @@ from typing import Any
 
 from ..core import ir
 from ..core.results import Change
-from ..core.terms import unify
-from ..plan.codegen import RunFn, compile_plan, solve
-from ..plan.join import RulePlan, plan_bound, plan_variant
+from ..plan.codegen import RunFn, compile_plan
+from ..plan.join import RulePlan, plan_variant
 from .database import Database
 from .demand import DemandContext, DemandPlans, Memo
+from .derivation import Derivations
 
 Rows = set[ir.Row]
 
@@ -140,7 +140,7 @@ class Maintainer:
                     assert rel is not None
                     vs.append(_Variant(p, rel, isinstance(lit, ir.Neg)))
                 self.variants[rid] = vs
-        self._bound: dict[tuple[int, tuple[str, ...]], RulePlan] = {}
+        self.derivations = Derivations(program)  # re-derivation: does a rule still derive it
         self.demand_plans = DemandPlans(program)
         #: answers the last :meth:`virtual_changes` added to the caller's memo
         self.memo_entries = 0
@@ -392,17 +392,28 @@ class Maintainer:
         return level
 
     def _derivable(self, db: Database, rel: str, row: ir.Row) -> bool:
-        for rule in self.program.rules_for(rel):
-            env = unify(rule.head, row)
-            if env is None:
-                continue
-            k = (rule.index, tuple(sorted(env)))
-            plan = self._bound.get(k)
-            if plan is None:
-                plan = self._bound[k] = plan_bound(rule, set(env))
-            for _ in solve(plan, db.full, None, db.index, env):
-                return True
-        return False
+        return self.derivations.rule(rel, row, db.full, db.index) is not None
 
 
 __all__ = ["Change", "Maintainer", "OldIndex", "OldRelation"]
+
+
+def dependents(program: ir.Program) -> dict[str, frozenset[str]]:
+    """relation -> the virtual relations whose answers depend on it (itself included)."""
+    users: dict[str, set[str]] = {}
+    for rule in program.rules:
+        for lit in rule.body:
+            atom = lit.atom if isinstance(lit, ir.Neg) else lit
+            if isinstance(atom, ir.Atom):
+                users.setdefault(atom.rel, set()).add(rule.head.rel)
+    out: dict[str, frozenset[str]] = {}
+    for rel in program.relations:
+        seen = {rel}
+        stack = [rel]
+        while stack:
+            for u in users.get(stack.pop(), ()):
+                if u not in seen:
+                    seen.add(u)
+                    stack.append(u)
+        out[rel] = frozenset(seen & program.virtual)
+    return out

@@ -50,7 +50,7 @@ def compile_strata(program: ir.Program) -> list[CompiledStratum]:
     out = []
     for st in program.strata:
         if all(r in program.virtual for r in st.relations):
-            continue  # answered on demand (engine/demand.py)
+            continue  # answered on demand (engine/eval/demand.py)
         rec = frozenset(st.relations) if st.recursive else frozenset()
         exits: list[tuple[RulePlan, RunFn]] = []
         deltas: list[tuple[RulePlan, RunFn]] = []

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..core import ir
 from ..core.index import stored_get
-from ..core.terms import _lt, compare, is_anon
+from ..core.terms import compare, is_anon, less
 from .join import Assign, Filter, NegCheck, RulePlan, Scan, Step
 
 RunFn = Callable[..., None]
@@ -56,7 +56,7 @@ class _Gen:
         self.lookup = key
         self.first = first
         self.wide = wide or {}
-        #: relations whose ``I[(rel, cols)]`` is a demand lookup (engine/demand.py ``Lookup``):
+        #: relations whose ``I[(rel, cols)]`` is a demand lookup (engine/eval/demand.py ``Lookup``):
         #: a lookup's function reads their kept answers itself (see :meth:`answer`)
         self.virtual = virtual if key is not None else frozenset()
         self.lookups: dict[tuple[str, tuple[int, ...]], tuple[str, str, str]] = {}
@@ -111,14 +111,14 @@ class _Gen:
                 self.setup.append(f"{name} = I({rel!r}, {cols!r})")
             else:  # a lookup's function reads the indexes from a mapping (one C-level get)
                 self.setup.append(f"{name} = I[({rel!r}, {cols!r})]")
-                # a unique index (engine/database.py) keeps its one row per key bare: read
+                # a unique index (engine/eval/database.py) keeps its one row per key bare: read
                 # through database.stored_get (dict's own get for it: no Python call)
                 self.setup.append(f"g{name}, u{name} = _stored_get({name})")
         return self.indexes[k]
 
     def bucket(self, rel: str, cols: tuple[int, ...], terms: tuple[ir.Term, ...]) -> str:
         """The rows of a stored index under the key ``terms``, as an expression. A lookup's function
-        reads a :class:`~engine.database.UniqueIndex` (one row per key, kept bare) with
+        reads a :class:`~engine.eval.database.UniqueIndex` (one row per key, kept bare) with
         ``dict.get`` and wraps the row itself: no call of the index's Python ``get``; and
         where the key is bound outside the innermost loop, reads it there (:meth:`hoist`)."""
         key = self.key(terms)
@@ -334,7 +334,7 @@ def _exec(plan: RulePlan, src: str, name: str) -> Any:
     """The function ``name`` the source defines, or None where Python refuses to compile it
     (nested deeper than it allows: 100 indentation levels, a long run of negations or
     comparisons opening one ``if`` each)."""
-    scope: dict[str, Any] = {"_lt": _lt, "_stored_get": stored_get}
+    scope: dict[str, Any] = {"_lt": less, "_stored_get": stored_get}
     try:
         code = compile(src, f"<rule {plan.rule.name}>", "exec")
     except (SyntaxError, RecursionError):
@@ -366,10 +366,10 @@ def compile_keyed(plan: RulePlan, key: tuple[ir.Term, ...],
     view binds each function once and calls it for every key it looks up."""
     fn: Binder | None = (None if _too_deep(plan)
                          else _exec(plan, generate(plan, key, virtual, first, wide), "bind"))
-    return _interpreted(plan, key) if fn is None else fn
+    return interpreted(plan, key) if fn is None else fn
 
 
-def _interpreted(plan: RulePlan, key: tuple[ir.Term, ...]) -> Binder:
+def interpreted(plan: RulePlan, key: tuple[ir.Term, ...]) -> Binder:
     terms, rid = key, plan.rule.index
 
     def bind(F: Any, I: Any) -> Callable[[Any, Any], None]:

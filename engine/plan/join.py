@@ -10,16 +10,20 @@ A plan is a list of steps run left to right, each binding more variables:
 * :class:`NegCheck` — ``not atom`` once its named variables are bound (anonymous ones are
   wildcards).
 
-Join order is greedy: after the delta atom (if any), take the atom with the most bound
-columns, ties in source order; place comparisons and negations as soon as they are bound.
-Goal-directed plans (engine/demand.py) instead take the order engine/stats.py estimates cheapest
-from the database's sizes.
+Join order is sideways information passing, one loop (:func:`greedy`) with the score as the
+caller's policy: after the delta atom (if any), take the best-scored atom given what is bound
+(:class:`Policy`, the in-memory default: most bound columns, ties in source order); place
+comparisons and negations as soon as they are bound. Goal-directed plans (engine/eval/demand.py)
+take the order engine/plan/stats.py estimates cheapest from the database's sizes; the Spark
+planner (spark_bridge/planner.py) passes its own policy; the demand rewrite's ``sips``
+(engine/plan/magic.py) runs the same loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ..core import ir
 from ..core.terms import is_anon
@@ -129,12 +133,67 @@ def _scan(lit: ir.Atom, pos: int, source: Source, bound: set[str]) -> Scan:
                 tuple(out), tuple(eqs), pos)
 
 
-def _score(lit: ir.Atom, bound: set[str], virtual: frozenset[str]) -> tuple[int, int, int, int]:
-    """Most bound columns first; a fully bound atom (a membership test) before a lookup; a
-    stored relation before a virtual one, whose lookups evaluate rules."""
-    n = sum(1 for t in lit.args if not is_anon(t) and _bound_term(t, bound))
-    full = n == len(lit.args)
-    return (1 if n or full else 0, 1 if full else 0, 0 if lit.rel in virtual else 1, n)
+T = TypeVar("T")
+
+
+def comparison(lit: ir.Cmp, is_bound: Callable[[ir.Term], bool]) -> bool | tuple[ir.Var, ir.Term]:
+    """How a comparison is placed, given which terms are bound: True, a filter (both sides
+    bound); ``(X, term)``, an assignment ``X = term`` (``=`` with one side a variable not
+    bound yet, the other bound); False, not yet."""
+    lb, rb = is_bound(lit.left), is_bound(lit.right)
+    if lb and rb:
+        return True
+    if lit.op == "=" and lb and isinstance(lit.right, ir.Var):
+        return (lit.right, lit.left)
+    if lit.op == "=" and rb and isinstance(lit.left, ir.Var):
+        return (lit.left, lit.right)
+    return False
+
+
+def place_ready(pending: list[tuple[int, T]], place: Callable[[int, T], bool]) -> None:
+    """Place the ``pending`` comparisons and negations (body position, literal) as soon as
+    they are ready, until none is: ``place`` places one (True) or finds it not ready (False);
+    an assignment placed can make another literal ready."""
+    progress = True
+    while progress:
+        progress = False
+        for item in list(pending):
+            if place(*item):
+                pending.remove(item)
+                progress = True
+
+
+def greedy(items: Iterable[T], score: Callable[[T], Any], take: Callable[[T], None]) -> None:
+    """The one sideways-information-passing loop every planner runs (memory, statistics,
+    magic sets, Spark): take the best-scored item left (highest ``score``; ties: the first
+    in ``items``) until none is; ``take`` places it and binds its variables, which the next
+    round's scores see. Each caller passes its own score: the policy."""
+    left = list(items)
+    while left:
+        best = max(left, key=score)
+        left.remove(best)
+        take(best)
+
+
+class Policy:
+    """How :func:`order_body` chooses the next positive atom: the highest :meth:`score`;
+    :meth:`taking` sees each atom (the delta one too) just before it is read. This default
+    is the in-memory engine's: most bound columns first, counting constants (an index
+    lookup); a fully bound atom (a membership test) before a lookup; a stored relation before
+    a virtual one, whose lookups evaluate rules; ties in source order."""
+
+    def __init__(self, virtual: frozenset[str] = frozenset()) -> None:
+        self.virtual = virtual
+
+    def score(self, pos: int, atom: ir.Atom, bound: set[str]) -> Any:
+        n = sum(1 for t in atom.args if not is_anon(t) and _bound_term(t, bound))
+        full = n == len(atom.args)
+        return (1 if n or full else 0, 1 if full else 0, 0 if atom.rel in self.virtual else 1,
+                n)
+
+    def taking(self, pos: int, atom: ir.Atom, bound: set[str]) -> None:
+        """Called before ``atom`` (at body position ``pos``) is read, ``bound`` not yet
+        updated."""
 
 
 def order_body(
@@ -143,59 +202,58 @@ def order_body(
     first: int | None = None,
     virtual: frozenset[str] = frozenset(),
     atom_order: Sequence[int] | None = None,
+    policy: Policy | None = None,
 ) -> list[Step]:
     """Steps for a body: the delta literal first (``first``), then the positive atoms in
-    ``atom_order`` (body positions, e.g. chosen from statistics by engine/stats.py) or
-    greedily by bound columns, each comparison and negation as soon as it is bound — except,
+    ``atom_order`` (body positions, e.g. chosen from statistics by engine/plan/stats.py) or
+    greedily by the ``policy``'s score (default: bound columns, :class:`Policy`; the Spark
+    planner passes its own), each comparison and negation as soon as it is bound — except,
     in an ``atom_order`` plan, a negation of a virtual relation: its lookup evaluates rules,
     so it waits until every positive atom has been read (``not denied(U, P, O)`` is asked
     only where an ALLOW applied, not for every object looked at)."""
     bound = set(pre_bound or ())
+    policy = policy or Policy(virtual)
     defer = atom_order is not None and bool(virtual) and any(
         isinstance(lit, ir.Atom) for lit in body)
     steps: list[Step] = []
     others = [(i, lit) for i, lit in enumerate(body) if not isinstance(lit, ir.Atom)]
     atoms = [(i, lit) for i, lit in enumerate(body) if isinstance(lit, ir.Atom)]
 
+    def place(i: int, lit: ir.Lit, last: bool) -> bool:
+        if isinstance(lit, ir.Cmp):
+            how = comparison(lit, lambda t: _bound_term(t, bound))
+            if how is False:
+                return False
+            if how is True:
+                steps.append(Filter(lit.op, lit.left, lit.right, i))
+            else:
+                var, value = how
+                steps.append(Assign(var.name, value, i))
+                bound.add(var.name)
+            return True
+        assert isinstance(lit, ir.Neg)
+        named = [t for t in lit.atom.args if isinstance(t, ir.Var) and not is_anon(t)]
+        if not all(t.name in bound for t in named):
+            return False
+        if defer and not last and lit.atom.rel in virtual:
+            return False
+        cols = [c for c, t in enumerate(lit.atom.args) if not is_anon(t)]
+        steps.append(NegCheck(lit.atom.rel, len(lit.atom.args), tuple(cols),
+                              tuple(lit.atom.args[c] for c in cols), i))
+        return True
+
     def flush(last: bool = False) -> None:
-        progress = True
-        while progress:
-            progress = False
-            for item in list(others):
-                i, lit = item
-                if isinstance(lit, ir.Cmp):
-                    lb, rb = _bound_term(lit.left, bound), _bound_term(lit.right, bound)
-                    if lb and rb:
-                        steps.append(Filter(lit.op, lit.left, lit.right, i))
-                    elif lit.op == "=" and lb and isinstance(lit.right, ir.Var):
-                        steps.append(Assign(lit.right.name, lit.left, i))
-                        bound.add(lit.right.name)
-                    elif lit.op == "=" and rb and isinstance(lit.left, ir.Var):
-                        steps.append(Assign(lit.left.name, lit.right, i))
-                        bound.add(lit.left.name)
-                    else:
-                        continue
-                else:
-                    assert isinstance(lit, ir.Neg)
-                    named = [t for t in lit.atom.args if isinstance(t, ir.Var) and not is_anon(t)]
-                    if not all(t.name in bound for t in named):
-                        continue
-                    if defer and not last and lit.atom.rel in virtual:
-                        continue
-                    cols = [c for c, t in enumerate(lit.atom.args) if not is_anon(t)]
-                    steps.append(NegCheck(lit.atom.rel, len(lit.atom.args), tuple(cols),
-                                          tuple(lit.atom.args[c] for c in cols), i))
-                others.remove(item)
-                progress = True
+        place_ready(others, lambda i, lit: place(i, lit, last))
 
     if first is not None:
         # the delta literal goes first; a negated literal read from a delta binds its atom's
-        # variables from the delta rows (incremental maintenance, engine/incremental.py) and
+        # variables from the delta rows (incremental maintenance, engine/eval/incremental.py) and
         # stays in the body as a check: `not p(_)` may still be false because of other rows
         lit = body[first]
         atom = lit.atom if isinstance(lit, ir.Neg) else lit
         assert isinstance(atom, ir.Atom)
         atoms = [a for a in atoms if a[0] != first]
+        policy.taking(first, atom, bound)
         steps.append(_scan(atom, first, "delta", bound))
     flush()
     if atom_order is not None:
@@ -204,26 +262,33 @@ def order_body(
         for n, i in enumerate(atom_order, 1):
             a = by_pos[i]
             assert isinstance(a, ir.Atom)
+            policy.taking(i, a, bound)
             steps.append(_scan(a, i, "full", bound))
             flush(n == len(atom_order))
         atoms = []
-    while atoms:
-        best = max(atoms, key=lambda a: _score(a[1], bound, virtual))
-        atoms.remove(best)
-        steps.append(_scan(best[1], best[0], "full", bound))
+
+    def take(item: tuple[int, ir.Atom]) -> None:
+        i, atom = item
+        policy.taking(i, atom, bound)
+        steps.append(_scan(atom, i, "full", bound))
         flush()
+
+    greedy(atoms, lambda a: policy.score(a[0], a[1], bound), take)
     if others:  # the safety check rules this out; keep the failure loud if it ever happens
         raise AssertionError(f"unplaceable literals {[str(o) for _, o in others]}")
     return steps
 
 
-def plan_rule(rule: ir.Rule, recursive_rels: frozenset[str] = frozenset()) -> list[RulePlan]:
-    """One plan for a rule outside recursion; one delta variant per recursive body atom."""
+def plan_rule(rule: ir.Rule, recursive_rels: frozenset[str] = frozenset(),
+              policy: Callable[[], Policy] = Policy) -> list[RulePlan]:
+    """One plan for a rule outside recursion; one delta variant per recursive body atom
+    (``policy``: makes the join-order policy of each, :class:`Policy` by default)."""
     rec = [i for i, lit in enumerate(rule.body)
            if isinstance(lit, ir.Atom) and lit.rel in recursive_rels]
     if not rec:
-        return [RulePlan(rule, rule.head, tuple(order_body(rule.body)), None)]
-    return [RulePlan(rule, rule.head, tuple(order_body(rule.body, first=i)), i) for i in rec]
+        return [RulePlan(rule, rule.head, tuple(order_body(rule.body, policy=policy())), None)]
+    return [RulePlan(rule, rule.head, tuple(order_body(rule.body, first=i, policy=policy())), i)
+            for i in rec]
 
 
 def plan_variant(rule: ir.Rule, position: int) -> RulePlan:

@@ -33,14 +33,18 @@ stratified. Negated literals are adorned too (their magic rules use positive lit
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
-from ..compile.checks import sccs
-from ..core import ir
+from ..core import analyses, ir
+from ..core.analyses import components, stratify
+from ..core.terms import lit_atom, term_vars
+from .join import comparison, greedy, place_ready
+from .unfold import instantiate
 
 Adornment = tuple["ir.Const | str", ...]  # per column: "f", "b" or the constant
 InstanceKey = tuple[int, Adornment]  # (rule index, adornment of its head); -1: the query rule
@@ -104,6 +108,11 @@ def demand(
     return rewrite(program, goal_atom, where_body, frozenset(restricted), groups)
 
 
+def _anonymous(k: int, name: str) -> str:
+    """An unfolded view's anonymous variable ``_?N`` at the ``k``-th call: ``_?uk.N``."""
+    return f"_?u{k}.{name[2:]}"
+
+
 def unfold_views(
     program: ir.Program, restricted: frozenset[str], goal_rel: str,
     where: tuple[ir.Lit, ...] = (),
@@ -139,45 +148,19 @@ def unfold_views(
             view = views[lit.rel]
             calls.append((lit, pos, len(extra), len(extra) + len(view.body)))
             k = next(counter)
-            s: dict[str, ir.Term] = {}
-            for h, t in zip(view.head.args, lit.args, strict=True):
-                assert isinstance(h, ir.Var)
-                if isinstance(t, ir.Var) and t.name.startswith("_?"):
-                    t = ir.Var(f"{h.name}~{k}")  # a wildcard argument joins inside the body
-                s[h.name] = t
-
-            def term(t: ir.Term, s: dict[str, ir.Term] = s, k: int = k) -> ir.Term:
-                if not isinstance(t, ir.Var):
-                    return t
-                if t.name not in s:
-                    s[t.name] = ir.Var(f"_?u{k}.{t.name[2:]}" if t.name.startswith("_?")
-                                       else f"{t.name}~{k}")
-                return s[t.name]
-
-            for b in view.body:
-                if isinstance(b, ir.Atom):
-                    extra.append(ir.Atom(b.rel, tuple(term(t) for t in b.args)))
-                elif isinstance(b, ir.Neg):
-                    extra.append(ir.Neg(ir.Atom(b.atom.rel, tuple(term(t)
-                                                                  for t in b.atom.args))))
-                else:
-                    extra.append(ir.Cmp(b.op, term(b.left), term(b.right)))
+            extra.extend(instantiate(view, lit, f"~{k}", functools.partial(_anonymous, k)))
         n = len(own)
         return (*own, *extra), tuple((a, p, tuple(range(n + i, n + j)))
                                      for a, p, i, j in calls)
 
-    for st in program.strata:
-        if st.recursive or len(st.relations) != 1 or len(st.rules) != 1:
-            continue
+    candidates = analyses.views(program)
+    for st in program.strata:  # dependencies first: views in a view's body are unfolded
         rel = st.relations[0]
-        rule = program.rules[st.rules[0]]
-        names = [t.name for t in rule.head.args if isinstance(t, ir.Var)]
-        if (rel not in restricted or rel == goal_rel or rel in facts
-                or len(names) != len(rule.head.args) or len(set(names)) != len(names)
-                or any(n.startswith("_?") for n in names)):
+        rule = candidates.get(rel)
+        if rule is None or rel not in restricted or rel == goal_rel or rel in facts:
             continue
         body = expand(rule.body)
-        if all(a.rel not in restricted for a in map(_lit_atom, body) if a is not None):
+        if all(a.rel not in restricted for a in map(lit_atom, body) if a is not None):
             views[rel] = ir.Rule(rule.index, rule.name, rule.head, body, rule.doc, rule.span,
                                  rule.labelled)
     if not views:
@@ -199,7 +182,7 @@ def unfold_views(
 
 
 def default_restricted(program: ir.Program, keep: Collection[str] = ()) -> frozenset[str]:
-    """The relations :func:`demand` restricts by default: the virtual ones (engine/analysis.py),
+    """The relations :func:`demand` restricts by default: the virtual ones (compile/materialize.py),
     except *projections*: those whose every rule reads one positive atom of an unrestricted
     relation (plus comparisons and negations of unrestricted ones), such as
     ``ancestor_or_self``. Such a relation is never larger than what it reads, computing it in
@@ -266,27 +249,11 @@ def _rename_anon(lit: ir.Lit, prefix: str) -> ir.Lit:
 # the rewrite
 
 
-def _vars(terms: Iterable[ir.Term]) -> set[str]:
-    return {t.name for t in terms if isinstance(t, ir.Var)}
-
-
-def _named(terms: Iterable[ir.Term]) -> set[str]:
-    return {t.name for t in terms if isinstance(t, ir.Var) and not t.name.startswith("_?")}
-
-
-def _lit_atom(lit: ir.Lit) -> ir.Atom | None:
-    if isinstance(lit, ir.Atom):
-        return lit
-    if isinstance(lit, ir.Neg):
-        return lit.atom
-    return None
-
-
 def _subst_term(t: ir.Term, s: dict[str, ir.Const]) -> ir.Term:
     return s.get(t.name, t) if isinstance(t, ir.Var) else t
 
 
-def _subst(lit: ir.Lit, s: dict[str, ir.Const]) -> ir.Lit:
+def substitute(lit: ir.Lit, s: dict[str, ir.Const]) -> ir.Lit:
     if isinstance(lit, ir.Atom):
         return ir.Atom(lit.rel, tuple(_subst_term(a, s) for a in lit.args))
     if isinstance(lit, ir.Neg):
@@ -395,7 +362,7 @@ class _Rewriter:
             for rule in self.rules_of.get(r, ()):
                 self._add(rule)
                 for lit in rule.body:
-                    a = _lit_atom(lit)
+                    a = lit_atom(lit)
                     if a is not None:
                         stack.append(a.rel)
 
@@ -445,15 +412,15 @@ class _Rewriter:
             elif s.setdefault(t.name, a) != a:
                 return
         head = ir.Atom(rule.head.rel, tuple(_subst_term(t, s) for t in rule.head.args))
-        body = tuple(_subst(lit, s) for lit in rule.body)
+        body = tuple(substitute(lit, s) for lit in rule.body)
         name = self.names[(rule.head.rel, ad)]
         magic_atom = None
         if "b" in ad:
             magic_atom = ir.Atom(self.magic_of[name], tuple(
                 t for a, t in zip(ad, head.args, strict=True) if a == "b"))
-        bound = _vars(t for a, t in zip(ad, head.args, strict=True) if a == "b")
+        bound = term_vars(t for a, t in zip(ad, head.args, strict=True) if a == "b")
         r = ir.Rule(rule.index, rule.name, head, body, rule.doc, rule.span, rule.labelled)
-        groups = tuple((_subst(a, s), p, ps) for a, p, ps in self.groups.get(rule.index, ()))
+        groups = tuple((substitute(a, s), p, ps) for a, p, ps in self.groups.get(rule.index, ()))
         self.instance((rule.index, ad), r, bound, magic_atom, groups)  # type: ignore[arg-type]
 
     def instance(self, key: InstanceKey, rule: ir.Rule, bound0: set[str],
@@ -484,7 +451,7 @@ class _Rewriter:
                 for pos, plit in call.prefix:
                     rl = renamed[pos] if pos >= 0 else plit
                     body.append(rl)
-                    a2 = _lit_atom(rl)
+                    a2 = lit_atom(rl)
                     if a2 is not None and a2.rel in self.origin and a2.rel not in self.full:
                         side.append((key, pos, a2.rel))
                 if not body:  # constants only: a fact
@@ -549,38 +516,31 @@ def sips(
                      ("b" if t.name in known and not t.name.startswith("_?") else "f")
                      for i, t in enumerate(atom.args))
 
+    def place(i: int, lit: ir.Lit) -> bool:
+        if isinstance(lit, ir.Cmp):
+            how = comparison(lit, lambda t: term_vars([t]) <= bound)
+            if how is False:
+                return False
+            if how is True:
+                if term_vars([lit.left, lit.right]) <= avail:
+                    prefix.append((i, lit))
+            else:
+                var, value = how
+                bound.add(var.name)
+                if term_vars([value]) <= avail and i not in blocked:
+                    avail.add(var.name)
+                    prefix.append((i, lit))
+            return True
+        assert isinstance(lit, ir.Neg)
+        if not term_vars(lit.atom.args, named=True) <= bound:
+            return False
+        # a negation filters: its relation is asked only what the head binds
+        # (its exceptions are usually few; the rows before it may be many)
+        calls.append(_Call(i, lit.atom, adornment(lit.atom, set(bound0)), ()))
+        return True
+
     def flush() -> None:
-        progress = True
-        while progress:
-            progress = False
-            for item in list(others):
-                i, lit = item
-                if isinstance(lit, ir.Cmp):
-                    lv, rv = _vars([lit.left]), _vars([lit.right])
-                    if lv <= bound and rv <= bound:
-                        if lv | rv <= avail:
-                            prefix.append(item)
-                    elif lit.op == "=" and lv <= bound and isinstance(lit.right, ir.Var):
-                        bound.add(lit.right.name)
-                        if lv <= avail and i not in blocked:
-                            avail.add(lit.right.name)
-                            prefix.append(item)
-                    elif lit.op == "=" and rv <= bound and isinstance(lit.left, ir.Var):
-                        bound.add(lit.left.name)
-                        if rv <= avail and i not in blocked:
-                            avail.add(lit.left.name)
-                            prefix.append(item)
-                    else:
-                        continue
-                else:
-                    assert isinstance(lit, ir.Neg)
-                    if not _named(lit.atom.args) <= bound:
-                        continue
-                    # a negation filters: its relation is asked only what the head binds
-                    # (its exceptions are usually few; the rows before it may be many)
-                    calls.append(_Call(i, lit.atom, adornment(lit.atom, set(bound0)), ()))
-                others.remove(item)
-                progress = True
+        place_ready(others, place)
 
     def score(a: tuple[int, ir.Atom]) -> tuple[int, int, float]:
         i, atom = a
@@ -590,7 +550,7 @@ def sips(
         else:
             rank = source_rank[i]
             first = i < where_first
-        shared = bool(_named(atom.args) & bound)
+        shared = bool(term_vars(atom.args, named=True) & bound)
         consts = any(isinstance(t, ir.Const) for t in atom.args)
         # a query's `where` first; then atoms joined to what is bound (by a variable, or by
         # a constant while nothing is bound); then the author's order (left to right)
@@ -599,7 +559,7 @@ def sips(
     def take(item: tuple[int, ir.Atom]) -> None:
         i, atom = item
         calls.append(_Call(i, atom, adornment(atom), tuple(prefix)))
-        new = _named(atom.args)
+        new = term_vars(atom.args, named=True)
         bound.update(new)
         if i not in blocked:
             avail.update(new)
@@ -628,69 +588,27 @@ def sips(
         group_rank.append(before - 0.5)
         for j, p in enumerate(ps):
             source_rank[p] = before - 0.5 + j / (2 * len(ps) + 1)
+    def take_unit(item: tuple[int, ir.Atom]) -> None:
+        if item[0] >= 0:
+            take(item)
+        else:  # a group: its literals in turn, by the same score
+            greedy(members[-1 - item[0]], score, take)
+
     flush()
-    while units:
-        best = max(units, key=score)
-        units.remove(best)
-        if best[0] >= 0:
-            take(best)
-            continue
-        inner = members[-1 - best[0]]
-        while inner:
-            nxt = max(inner, key=score)
-            inner.remove(nxt)
-            take(nxt)
+    greedy(units, score, take_unit)
     if others:
         raise AssertionError(f"unplaceable literals {[str(o) for _, o in others]}")
     return calls
 
 
-def stratify(rules: list[ir.Rule]) -> list[ir.Stratum]:
-    """Strata of a rule list, dependencies first (as engine/lower.py does for source)."""
-    succ: dict[str, list[str]] = {}
-    for r in rules:
-        edges = succ.setdefault(r.head.rel, [])
-        for lit in r.body:
-            a = _lit_atom(lit)
-            if a is not None and a.rel not in edges:
-                edges.append(a.rel)
-    nodes = sorted(set(succ) | {b for es in succ.values() for b in es})
-    strata: list[ir.Stratum] = []
-    for comp in sccs(nodes, {k: sorted(v) for k, v in succ.items()}):
-        members = set(comp)
-        ids = tuple(r.index for r in rules if r.head.rel in members)
-        if not ids:
-            continue
-        recursive = any(a is not None and a.rel in members
-                        for i in ids for a in map(_lit_atom, rules[i].body))
-        strata.append(ir.Stratum(len(strata), tuple(comp), ids, recursive))
-    return strata
-
-
-def _graph(rules: list[ir.Rule]) -> tuple[dict[str, list[str]], list[tuple[str, str]]]:
-    succ: dict[str, list[str]] = {}
-    neg: list[tuple[str, str]] = []
-    for r in rules:
-        edges = succ.setdefault(r.head.rel, [])
-        for lit in r.body:
-            a = _lit_atom(lit)
-            if a is None:
-                continue
-            edges.append(a.rel)
-            if isinstance(lit, ir.Neg):
-                neg.append((r.head.rel, a.rel))
-    return succ, neg
-
-
 def _components(rules: list[ir.Rule]) -> tuple[dict[str, int], set[int]]:
     """relation -> its strongly connected component, and the components with a negation
     inside"""
-    succ, neg = _graph(rules)
-    nodes = sorted(set(succ) | {b for es in succ.values() for b in es})
     comp_of: dict[str, int] = {}
-    for k, comp in enumerate(sccs(nodes, succ)):
+    for k, comp in enumerate(components(rules)):
         for r in comp:
             comp_of[r] = k
+    neg = [(r.head.rel, lit.atom.rel) for r in rules for lit in r.body if isinstance(lit, ir.Neg)]
     return comp_of, {comp_of[h] for h, b in neg if comp_of[h] == comp_of[b]}
 
 

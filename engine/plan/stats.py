@@ -1,10 +1,10 @@
-"""Cardinality estimates for goal-directed plans (engine/demand.py).
+"""Cardinality estimates for goal-directed plans (engine/eval/demand.py).
 
 A point query binds a few arguments, and the cost of answering it depends almost entirely on
 which body atom is read first: in the Gravitino model, ``allow_applies(U, P, O)`` with all three
 bound is answered in a handful of lookups when it starts from the object's ancestors, and in
 thousands when it starts from every grant of privilege ``P``. Counting bound columns (the
-ordering of engine/plan.py without statistics) cannot tell the two apart; sizes can.
+ordering of engine/plan/join.py without statistics) cannot tell the two apart; sizes can.
 
 :class:`Statistics` estimates, for an atom with some columns bound, its *fanout* (rows per
 lookup) and the *cost* of one lookup:
@@ -19,7 +19,7 @@ lookup) and the *cost* of one lookup:
 :meth:`Statistics.order` picks the order of a body's atoms that minimizes the estimated work
 (the sum over steps of rows flowing in × the step's cost), exhaustively for short bodies and
 greedily beyond :data:`EXHAUSTIVE` atoms; comparisons and negations are placed as soon as they
-are bound (engine/plan.py) and assumed to keep half the rows.
+are bound (engine/plan/join.py) and assumed to keep half the rows.
 
 Estimates are taken from the database as it is when a plan is first needed; the reasoner
 throws them away (and re-plans) when the base facts grow or shrink by a factor of two.
@@ -35,7 +35,9 @@ from operator import itemgetter
 from typing import Any
 
 from ..core import ir
-from ..core.terms import is_anon
+from ..core.analyses import edge_closure
+from ..core.terms import atom_vars, is_anon
+from .join import greedy
 
 #: (rows per lookup, work per lookup)
 Estimate = tuple[float, float]
@@ -74,7 +76,7 @@ class Statistics:
             self.rules.setdefault(r.head.rel, []).append(r)
         self._distinct: dict[tuple[str, int], int] = {}
         self._weighted: dict[tuple[Any, ...], float] = {}
-        self._samples: dict[str, list[ir.Row]] = {}
+        self.samples: dict[str, list[ir.Row]] = {}
         self._virtual: dict[tuple[Any, ...], Estimate] = {}
         self._active: set[tuple[Any, ...]] = set()
         self._values: dict[tuple[Any, ...], tuple[ir.Value, ...]] = {}
@@ -113,10 +115,10 @@ class Statistics:
 
     def _sample(self, rel: str) -> list[ir.Row]:
         """:data:`SAMPLE` rows of a big relation, drawn once (the same for every column)."""
-        got = self._samples.get(rel)
+        got = self.samples.get(rel)
         if got is None:
             rows = self.full.get(rel) or ()
-            got = self._samples[rel] = random.Random(len(rows)).sample(list(rows), SAMPLE)
+            got = self.samples[rel] = random.Random(len(rows)).sample(list(rows), SAMPLE)
         return got
 
     def stored(self, rel: str, cols: Sequence[int], arity: int) -> float:
@@ -230,7 +232,7 @@ class Statistics:
 
     def _closure(self, rel: str, cols: tuple[int, ...],
                  given: dict[int, tuple[ir.Value, ...]]) -> Estimate | None:
-        """A transitive closure (engine/closure.py) looked up by a walk, from what the walk
+        """A transitive closure (engine/eval/closure.py) looked up by a walk, from what the walk
         reaches: walked down from known values, how many nodes they reach on average (the
         average over every node cannot tell a metalake, which reaches a million objects,
         from a table, which reaches none: a plan that walked down from the user's metalake
@@ -240,10 +242,7 @@ class Statistics:
         if not cols:
             return None
         if rel not in self._closures:
-            from ..eval.closure import detect
-
-            rules = self.rules.get(rel, ())
-            self._closures[rel] = detect(rules, self.program) if len(rules) == 2 else None
+            self._closures[rel] = edge_closure(self.program, rel)
         c = self._closures[rel]
         if c is None:
             return None
@@ -364,13 +363,14 @@ class Statistics:
             assert best is not None or not atoms
             return best if best is not None else ([], 1.0, 0.0)
         chosen: list[int] = []
-        left = list(atoms)
         b = set(bound)
-        while left:
-            nxt = min(left, key=lambda i: self._step_key(body[i], b, goal))
-            left.remove(nxt)
-            chosen.append(nxt)
-            b |= _vars(body[nxt])
+
+        def take(i: int) -> None:
+            chosen.append(i)
+            b.update(atom_vars(body[i]))
+
+        # cheapest next step first
+        greedy(atoms, lambda i: -self._step_key(body[i], b, goal), take)
         rows, work = self._cost(body, chosen, bound, others, None, goal, samples)
         return chosen, rows, work
 
@@ -397,7 +397,7 @@ class Statistics:
                 for c, t in enumerate(lit.args):
                     if isinstance(t, ir.Var) and t.name not in b and not is_anon(t):
                         known[t.name] = self._sampled(lit, c)
-            if (0.0 < fanout < 1.0 and lit.rel not in self.virtual and _vars(lit) <= bound
+            if (0.0 < fanout < 1.0 and lit.rel not in self.virtual and atom_vars(lit) <= bound
                     and any(isinstance(t, ir.Const) for t in lit.args)
                     and all(_bound(t, b) for t in lit.args)):
                 # a stored category of the key (``entity(S, schema)``): callers ask for keys
@@ -407,7 +407,7 @@ class Statistics:
                 fanout = 1.0
             work += rows * w
             rows *= fanout
-            b |= _vars(lit)
+            b |= atom_vars(lit)
             rows, work = self._filters(pending, b, rows, work, i == perm[-1])
             if cap is not None and work >= cap:
                 return rows, work
@@ -416,7 +416,7 @@ class Statistics:
     def _filters(self, pending: list[ir.Lit], b: set[str], rows: float,
                  work: float, last: bool = True) -> tuple[float, float]:
         """Place what ``b`` binds of ``pending``; a negation of a virtual relation only
-        ``last`` (after every positive atom, as engine/plan.py places it)."""
+        ``last`` (after every positive atom, as engine/plan/join.py places it)."""
         for lit in list(pending):
             if isinstance(lit, ir.Neg):
                 if not all(_bound(t, b) for t in lit.atom.args if not is_anon(t)):
@@ -441,13 +441,6 @@ class Statistics:
             pending.remove(lit)
             rows *= FILTER
         return rows, work
-
-
-def _vars(lit: ir.Lit) -> set[str]:
-    atom = lit.atom if isinstance(lit, ir.Neg) else lit
-    if isinstance(atom, ir.Atom):
-        return {t.name for t in atom.args if isinstance(t, ir.Var) and not is_anon(t)}
-    return set()
 
 
 def _consts(args: Sequence[ir.Term], cols: tuple[int, ...]) -> tuple[tuple[int, ir.Value], ...]:

@@ -3,7 +3,7 @@
 Everything comes from the compiler: diagnostics are ``compile_program``'s (the same codes,
 ranges and help as the CLI), checked with the editor's unsaved texts in place of the files
 (``compile_program(files=...)``), so an edit in ``prelude.gl`` re-checks the open files that
-import it; with them, ``grantlog lint``'s findings (``engine.lint.lint``: singleton variables,
+import it; with them, ``grantlog lint``'s findings (``compile.lint.lint``: singleton variables,
 unused relations, ...) of each open file that is as saved, it and the open files it reads
 (lint reads the disk: while a file differs, its lint findings wait for the save). Names,
 hovers, definitions, references and outlines come from the parser's AST

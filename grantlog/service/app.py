@@ -1,7 +1,7 @@
 """The decision service: an ASGI application (Starlette) over one Reasoner per worker.
 
 Every worker process compiles the rules, opens the store and follows its change log
-(grantlog/store/reasoner.py), so any worker answers at the latest revision it has applied and
+(grantlog/store/journal.py), so any worker answers at the latest revision it has applied and
 ``at_least_revision`` makes a read wait for a client's own write. Endpoints and their JSON are
 in docs/service.md and in the OpenAPI document served at ``/openapi.json``; the threat model in
 docs/security.md.
@@ -94,6 +94,28 @@ async def openapi(request: Request) -> Response:
     return JSON(document())
 
 
+#: the routes: (path, endpoint, method)
+ROUTES = (
+    ("/v1/check", decide.check, "POST"),
+    ("/v1/check/batch", decide.check_batch, "POST"),
+    ("/v1/list", reads.list_, "POST"),
+    ("/v1/who", reads.who, "POST"),
+    ("/v1/filter", reads.filter_, "POST"),
+    ("/v1/explain", reads.explain, "POST"),
+    ("/v1/query", reads.query, "POST"),
+    ("/v1/write", writes.write, "POST"),
+    ("/v1/watch", writes.watch, "GET"),
+    ("/v1/relations/{rel}", reads.relation_rows, "GET"),
+    ("/v1/data/{path:path}", decide.opa_data, "POST"),
+    ("/v1/policy", writes.get_policy, "GET"),
+    ("/v1/policy", writes.put_policy, "PUT"),
+    ("/healthz", healthz, "GET"),
+    ("/readyz", readyz, "GET"),
+    ("/metrics", metrics_endpoint, "GET"),
+    ("/openapi.json", openapi, "GET"),
+)
+
+
 def create_app(config: Config) -> FastCheck:
     """The ASGI application for ``config`` (compiles the rules and opens the store now): the
     Starlette application behind the :class:`FastCheck` path."""
@@ -102,25 +124,8 @@ def create_app(config: Config) -> FastCheck:
     # full collections would rescan millions of rows and pause every request
     gc.collect()
     gc.freeze()
-    app = Starlette(routes=[
-        Route("/v1/check", decide.check, methods=["POST"]),
-        Route("/v1/check/batch", decide.check_batch, methods=["POST"]),
-        Route("/v1/list", reads.list_, methods=["POST"]),
-        Route("/v1/who", reads.who, methods=["POST"]),
-        Route("/v1/filter", reads.filter_, methods=["POST"]),
-        Route("/v1/explain", reads.explain, methods=["POST"]),
-        Route("/v1/query", reads.query, methods=["POST"]),
-        Route("/v1/write", writes.write, methods=["POST"]),
-        Route("/v1/watch", writes.watch, methods=["GET"]),
-        Route("/v1/relations/{rel}", reads.relation_rows, methods=["GET"]),
-        Route("/v1/data/{path:path}", decide.opa_data, methods=["POST"]),
-        Route("/v1/policy", writes.get_policy, methods=["GET"]),
-        Route("/v1/policy", writes.put_policy, methods=["PUT"]),
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics_endpoint, methods=["GET"]),
-        Route("/openapi.json", openapi, methods=["GET"]),
-    ], exception_handlers={404: not_found, 405: not_found})
+    app = Starlette(routes=[Route(path, fn, methods=[method]) for path, fn, method in ROUTES],
+                    exception_handlers={404: not_found, 405: not_found})
     app.state.service = service
     return FastCheck(app, service)
 

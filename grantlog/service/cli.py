@@ -15,6 +15,27 @@ from typing import Any
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
+#: the limits reads and connections run under, each a positive number: (flag, type, default,
+#: metavar, help)
+LIMITS: tuple[tuple[str, type, float, str, str], ...] = (
+    ("--read-deadline", float, 30.0, "SECONDS",
+     "cancel a read (list, who, query, explain, filter, rows) that takes longer, answering "
+     "504 (default 30)"),
+    ("--read-memory", int, 2048, "MIB",
+     "what one read may allocate beyond the worker's shared memory; more is answered 422 "
+     "too-large (default 2048)"),
+    ("--readers", int, 2, "N",
+     "reads answered at once per worker, each in a forked snapshot (default 2)"),
+    ("--read-cpu", float, 0.25, "SHARE",
+     "the share of a CPU a running read may use, 0.05 to 1 (default 0.25: reads take longer, "
+     "checks keep their latency on a machine with no core to spare)"),
+    ("--max-rows", int, 1_000_000, "N",
+     "answers an unpaged list, who or query may return; more is 422 too-large (page with "
+     "limit and cursor; default 1000000)"),
+    ("--header-timeout", float, 10.0, "SECONDS",
+     "close a connection whose request headers take longer (default 10)"),
+)
+
 
 def add_parser(sub: Any) -> None:
     sp = sub.add_parser("serve", help="the decision service over HTTP/JSON (docs/service.md)",
@@ -59,24 +80,8 @@ def add_parser(sub: Any) -> None:
                     help="answer OPA's Data API (POST /v1/data/...) for a platform's plugin: "
                     "a shipped mapping (trino, polaris) or a mapping file (docs/opa.md); "
                     "repeatable")
-    sp.add_argument("--read-deadline", type=float, default=30.0, metavar="SECONDS",
-                    help="cancel a read (list, who, query, explain, filter, rows) that takes "
-                    "longer, answering 504 (default 30)")
-    sp.add_argument("--read-memory", type=int, default=2048, metavar="MIB",
-                    help="what one read may allocate beyond the worker's shared memory; more "
-                    "is answered 422 too-large (default 2048)")
-    sp.add_argument("--readers", type=int, default=2, metavar="N",
-                    help="reads answered at once per worker, each in a forked snapshot "
-                    "(default 2)")
-    sp.add_argument("--read-cpu", type=float, default=0.25, metavar="SHARE",
-                    help="the share of a CPU a running read may use, 0.05 to 1 (default 0.25: "
-                    "reads take longer, checks keep their latency on a machine with no core "
-                    "to spare)")
-    sp.add_argument("--max-rows", type=int, default=1_000_000, metavar="N",
-                    help="answers an unpaged list, who or query may return; more is "
-                    "422 too-large (page with limit and cursor; default 1000000)")
-    sp.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
-                    help="close a connection whose request headers take longer (default 10)")
+    for flag, kind, default, metavar, help in LIMITS:
+        sp.add_argument(flag, type=kind, default=default, metavar=metavar, help=help)
     sp.add_argument("--strict", action="store_true")
     sp.add_argument("--log-level", default="warning")
     sp.set_defaults(fn=cmd_serve)
@@ -93,12 +98,12 @@ def cmd_serve(a: argparse.Namespace) -> int:
                                    Span("<command line>", 0, 0, 0, 0),
                                    "install it with `pip install 'grantlog[service]'`")]) \
             from None
-    from grantlog.cli import _inputs
+    from grantlog.cli.inputs import COMMAND_LINE, rule_files
 
     from . import policy
 
-    here = Span("<command line>", 0, 0, 0, 0)
-    rules = _inputs(a, a.rules) if a.rules or a.model or not a.store else []
+    here = COMMAND_LINE
+    rules = rule_files(a, a.rules) if a.rules or a.model or not a.store else []
     if a.workers < 1:
         raise GrantlogError([error("bad-option", "--workers must be at least 1", here)])
     if a.workers > 1 and not a.store:
@@ -115,11 +120,8 @@ def cmd_serve(a: argparse.Namespace) -> int:
                     decision_log_required=a.decision_log_required, opa=a.opa or [],
                     read_deadline=a.read_deadline, read_memory=a.read_memory * 2**20,
                     readers=a.readers, max_rows=a.max_rows, read_cpu=a.read_cpu)
-    for flag, value in (("--read-deadline", a.read_deadline), ("--read-memory", a.read_memory),
-                        ("--readers", a.readers), ("--max-rows", a.max_rows),
-                        ("--read-cpu", a.read_cpu),
-                        ("--header-timeout", a.header_timeout)):
-        if not value > 0:
+    for flag, *_ in LIMITS:
+        if not getattr(a, flag[2:].replace("-", "_")) > 0:
             raise GrantlogError([error("bad-option", f"{flag} must be positive", here)])
     if not 0.0 <= a.decision_log_sample <= 1.0:
         raise GrantlogError([error("bad-option", "--decision-log-sample is a share from 0 to 1",

@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from grantlog.engine.answer.decide import decide_or_deny
 from grantlog.engine.compile.columns import reach, suggestion
 from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError, error
@@ -27,22 +28,18 @@ from .http import BODY_TIMEOUT, JSON, BadRequest, get_int, get_str, here, proble
 from .state import Service, endpoint
 
 
-def _decide(svc: Service, subject: str, operation: str, resource: str,
-            at_least: int | None) -> dict[str, Any]:
-    """One decision, failing closed: an error while deciding is a deny carrying it."""
-    try:
-        d = svc.reasoner.check(subject, operation, resource, at_least=at_least)
-    except GrantlogError as exc:
-        if exc.diagnostics and exc.diagnostics[0].code == "revision-timeout":
-            raise
+def answer_check(svc: Service, subject: str, operation: str, resource: str,
+                 at_least: int | None) -> dict[str, Any]:
+    """One decision, failing closed: an error while deciding is a deny carrying it
+    (engine/answer/decide.py). Waiting for ``at_least`` comes first, as for a batch: not
+    reaching it is an error answer (504 ``revision-timeout``), not a decision."""
+    if at_least is not None and at_least > svc.reasoner.revision:
+        svc.reasoner.wait_for(at_least)
+    d, failure = decide_or_deny(svc.reasoner, subject, operation, resource)
+    if failure is not None:
         svc.metrics.decided["error"].inc()
-        return {"allowed": False, "reasons": [], "revision": svc.reasoner.revision,
-                "error": {"code": exc.diagnostics[0].code if exc.diagnostics else "error",
-                          "message": str(exc)}}
-    except Exception as exc:  # fail closed, whatever went wrong
-        svc.metrics.decided["error"].inc()
-        return {"allowed": False, "reasons": [], "revision": svc.reasoner.revision,
-                "error": {"code": "internal-error", "message": f"{type(exc).__name__}: {exc}"}}
+        return {"allowed": False, "reasons": [], "revision": d.revision,
+                "error": {"code": failure.code, "message": failure.message}}
     svc.metrics.decided["allow" if d.allowed else "deny"].inc()
     out: dict[str, Any] = {"allowed": d.allowed, "reasons": list(d.reasons),
                            "revision": d.revision}
@@ -56,7 +53,7 @@ def _decide(svc: Service, subject: str, operation: str, resource: str,
 def unknown_operation(svc: Service, operation: str) -> dict[str, Any] | None:
     """The ``unknown-operation`` warning of a denied check whose operation no rule, rule-file
     fact or stored fact can ever put in the decision's operation column (a typo, not a
-    policy decision: engine/columns.py), else None."""
+    policy decision: engine/compile/columns.py), else None."""
     program = svc.program
     try:
         got = reach(program, program.decision, 1, operation)
@@ -93,12 +90,12 @@ async def check(svc: Service, request: Request) -> Response:
     at_least = get_int(data, "at_least_revision")
     t0 = time.perf_counter()
     if (at_least is not None and at_least > svc.reasoner.revision) or data.get("explain"):
-        out = await run_in_threadpool(_decide, svc, s, o, r, at_least)
+        out = await run_in_threadpool(answer_check, svc, s, o, r, at_least)
         if data.get("explain"):
             goal = ir.show_atom(svc.decision, (s, o, r))
             out["explanation"] = await reads.explanation(svc, goal)
     else:
-        out = _decide(svc, s, o, r, None)  # no thread hop
+        out = answer_check(svc, s, o, r, None)  # no thread hop
     strict_unknown(svc, [out])
     if svc.dlog is not None:
         svc.dlog.log("check", svc.dlog.request_id(request.headers),
@@ -131,7 +128,7 @@ async def check_batch(svc: Service, request: Request) -> Response:
         if at_least is not None:
             svc.reasoner.wait_for(at_least)
         t0 = time.perf_counter()
-        results = [_decide(svc, s, o, r, None) for s, o, r in triples]
+        results = [answer_check(svc, s, o, r, None) for s, o, r in triples]
         strict_unknown(svc, results)
         revision = max((x["revision"] for x in results), default=svc.reasoner.revision)
         dlog = svc.dlog
@@ -174,14 +171,15 @@ async def opa_data(svc: Service, request: Request) -> Response:
             svc.dlog.log(f"opa:{path}", f"{rid}/{i}" if len(ans.decisions) > 1 else rid,
                          {"subject": d.subject, "operation": d.operation,
                           "resource": d.resource, "opa": where},
-                         {"allowed": d.allowed, "reasons": d.reasons}
+                         {"allowed": d.decision.allowed, "reasons": list(d.decision.reasons)}
                          | ({"error": d.error} if d.error else {}), t0, revision)
         if not ans.decisions:
             svc.dlog.log(f"opa:{path}", rid, {"opa": where} | ans.detail,
                          {"result": ans.result} | ({"reason": ans.reason} if ans.reason
                                                    else {}), t0, revision)
     for d in ans.decisions:
-        svc.metrics.decided["error" if d.error else "allow" if d.allowed else "deny"].inc()
+        svc.metrics.decided["error" if d.error else "allow" if d.decision.allowed
+                            else "deny"].inc()
     out: dict[str, Any] = {"result": ans.result}
     if ans.reason and kind != "allow_object":  # allow_object carries it in the result
         out["reason"] = ans.reason
@@ -248,7 +246,7 @@ class FastCheck:
         decided: dict[str, Any] | None = None
         if (type(data) is dict and len(data) == 3 and type(data.get("subject")) is str
                 and type(data.get("operation")) is str and type(data.get("resource")) is str):
-            decided = _decide(svc, data["subject"], data["operation"], data["resource"], None)
+            decided = answer_check(svc, data["subject"], data["operation"], data["resource"], None)
         if decided is not None and svc.config.strict and "warnings" in decided:
             decided = None  # the slow path answers 422 unknown-operation
         if decided is not None:

@@ -23,7 +23,6 @@ from grantlog.grammar.diagnostics import GrantlogError, error
 from grantlog.reasoner import Reasoner
 from grantlog.store import StoredPolicy
 from grantlog.store.base import policy_conflict
-from grantlog.store.reasoner import StoredReasoner
 
 from . import auth, http, metrics, policy
 from .decisionlog import DecisionLog
@@ -61,7 +60,7 @@ class Config:
     decision_log_mask: list[str] | None = None
     decision_log_max_bytes: int = 100 * 2**20
     decision_log_required: bool = False
-    #: OPA Data API mappings served under /v1/data/ (grantlog/interop/opa.py): shipped names
+    #: OPA Data API mappings served under /v1/data/ (grantlog/service/opa/): shipped names
     #: (``trino``, ``polaris``) or mapping files
     opa: list[str] | None = None
     #: a read (list, who, query, explain, filter, rows) is cancelled after this many seconds
@@ -112,7 +111,7 @@ class Service:
         #: OPA Data API paths (no leading slash) -> (mapping, what is answered there)
         self.opa: dict[str, tuple[Any, str]] = {}
         if config.opa:
-            from grantlog.interop.opa import Mapping
+            from grantlog.service.opa import Mapping
         for name in config.opa or []:
             m = Mapping.load(name)
             for path, kind in m.endpoints.items():
@@ -182,7 +181,7 @@ class Service:
                 raise policy_conflict(if_hash, previous, "<request>")
             if self.config.store:
                 new = self._reasoner(program)  # checks the store fits; old keeps serving
-                assert isinstance(new, StoredReasoner)
+                assert new.store is not None
                 try:
                     if serial is None:
                         serial = new.store.put_policy(program, if_hash).serial

@@ -7,7 +7,9 @@
 
 Layers: :mod:`.schema` (tables of a program), :mod:`.base` (what both stores share: the head,
 the log, write transactions), :mod:`.sqlite` and :mod:`.postgres` (the dialects),
-:mod:`.reasoner` (a Reasoner that writes through a store and follows its log),
+:mod:`.digest` and :mod:`.verify` (checksums, and checking a store against its change log),
+:mod:`.journal` (a store as the journal a reasoner writes through: engine/core/journal.py),
+:mod:`.follow` (a thread that has a reasoner follow other processes' transactions),
 :mod:`.ingest` (fast loading of fact files, CSV, JSON Lines, Parquet). The engine never
 imports this package.
 """
@@ -21,7 +23,8 @@ from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
 from .base import Revision, Store, StoredPolicy, Writer, store_error
-from .verify import Report
+from .digest import Report
+from .verify import verify_store
 
 
 def open_store(url: str, program: ir.Program | None = None, create: bool = True,
@@ -31,9 +34,9 @@ def open_store(url: str, program: ir.Program | None = None, create: bool = True,
 
     ``verify`` (or ``verify=1`` in the URL's query string, which works wherever a store URL
     is given: ``grantlog serve --store``, ``check --store``, ``Reasoner(store=...)``): check
-    the store against its change log before using it (:meth:`Store.verify`); a store found
+    the store against its change log before using it (grantlog/store/verify.py); a store found
     corrupt is refused with ``store-corrupt``."""
-    url, asked = _verify_option(url)
+    url, asked = verify_option(url)
     verify = verify or asked
     if url.startswith("sqlite:"):
         from .sqlite import SqliteStore
@@ -78,7 +81,7 @@ def check(st: Store) -> None:
     seen = _VERIFIED.get(st.url)
     if seen is not None and seen[0] == revision and time.monotonic() - seen[1] < VERIFIED_FOR:
         return
-    report = st.verify()
+    report = verify_store(st)
     if report.ok:
         _VERIFIED[st.url] = (report.revision, time.monotonic())
     else:
@@ -92,7 +95,7 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
 
-def _verify_option(url: str) -> tuple[str, bool]:
+def verify_option(url: str) -> tuple[str, bool]:
     """``url`` without its ``verify=`` option (PostgreSQL would refuse an option it does not
     know), and whether it asked for verification."""
     base, sep, query = url.partition("?")
@@ -112,4 +115,5 @@ def _verify_option(url: str) -> tuple[str, bool]:
     return base + ("?" + "&".join(kept) if kept else ""), asked
 
 
-__all__ = ["Report", "Revision", "Store", "StoredPolicy", "Writer", "open_store"]
+__all__ = ["Report", "Revision", "Store", "StoredPolicy", "Writer", "check", "open_store",
+           "verify_option"]

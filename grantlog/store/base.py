@@ -12,13 +12,13 @@ Tables (``T`` is a relation's table, grantlog/store/schema.py):
 * ``grantlog_log(revision, relation, sign, row)``: append-only, one row per fact a transaction
   added (+1) or removed (-1), net; ``row`` is the fact's values as a JSON array.
 * ``grantlog_revisions(revision, committed_at, added, removed, digest)``: one row per
-  transaction; ``digest`` the checksum of its log rows (grantlog/store/verify.py), NULL for a
+  transaction; ``digest`` the checksum of its log rows (grantlog/store/digest.py), NULL for a
   bulk load above :data:`CHECKSUM_LOAD_MAX` facts and for revisions written before checksums
   were kept.
 * ``grantlog_checkpoint(relation, rows, digest)``: each relation's facts at the log's horizon
   as a count and a digest, kept by compaction (``grantlog_head.checkpoint`` is the revision
   they are of: the horizon, or NULL when they are not known), so that the tables can still be
-  checked against the log once its start is gone (:meth:`Store.verify`).
+  checked against the log once its start is gone (grantlog/store/verify.py).
 * ``grantlog_policies(serial, hash, roots, sources, set_at, revision)``: the rule files a
   decision service installed (:meth:`Store.put_policy`), newest last; ``grantlog_head.policy``
   is the newest one's hash. Every worker of a service serves the newest.
@@ -39,12 +39,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from grantlog.engine.core import ir
+from grantlog.engine.core.results import Delta
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from . import schema
-from .verify import MASK, Report, add_log, digest, hex64, verify_store
-
-Delta = dict[str, set[ir.Row]]
+from .digest import MASK, add_log, digest, hex64
 
 #: a transaction writing this many rows refreshes the planner's statistics
 ANALYZE_AFTER = 10_000
@@ -147,6 +146,10 @@ class Writer:
     @property
     def next(self) -> int:
         return self.revision + 1
+
+    def head(self) -> int:
+        """The head revision, locked by this transaction."""
+        return self.revision
 
     def since(self, revision: int) -> list[Revision]:
         """The transactions after ``revision`` (committed by others; the head is locked, so
@@ -494,15 +497,7 @@ class Store(ABC):
             finally:
                 self._rollback(cur)
 
-    # -- verifying ------------------------------------------------------------------------------
-
-    def verify(self, limit: int = 20) -> Report:
-        """Check the tables against the change log, and each revision's log rows against the
-        checksum recorded when it committed (grantlog/store/verify.py): a :class:`Report`
-        whose ``problems`` say which relation, revision and facts are wrong (``limit`` facts
-        or rows of each at most). Reads the tables as ``grantlog_relations`` records them,
-        so it needs no rules."""
-        return verify_store(self, limit)
+    # -- read by a verification (grantlog/store/verify.py) --------------------------------------
 
     def _select_columns(self, table: str, columns: tuple[str, ...]) -> str:
         return f"SELECT {', '.join(q(c) for c in columns) or 'present'} FROM {q(table)}"
@@ -657,7 +652,7 @@ class Store(ABC):
         followers further behind reload. Returns the number of log rows removed.
 
         The checkpoint moves to the new horizon first: the facts at the old one plus the
-        log rows dropped, per relation, as a count and a digest (so that :meth:`verify`
+        log rows dropped, per relation, as a count and a digest (so that a verification
         still checks the tables against what is left). Where the old checkpoint is not known
         (a store compacted before checkpoints were kept), it is taken from the tables as they
         are, minus the log kept after the horizon: from then on they are checked again."""

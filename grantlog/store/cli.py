@@ -35,6 +35,7 @@ from grantlog.rules import model_path, models
 
 from . import ingest, open_store
 from .base import Revision
+from .verify import verify_store
 
 
 def add_parser(sub: Any) -> None:
@@ -214,7 +215,7 @@ def cmd_verify(a: argparse.Namespace) -> int:
     st = open_store(a.store, create=False)
     try:
         st.attach()
-        report = st.verify(a.limit)
+        report = verify_store(st, a.limit)
     finally:
         st.close()
     _out(a, report.to_dict(), report.render())

@@ -20,7 +20,8 @@ from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
 from . import schema
-from .base import Listener, Store, encode_row, q, store_error
+from .base import Listener, encode_row, q, store_error
+from .verify import VerifiedStore
 
 CHANNEL = "grantlog"
 #: rows above which writes go through COPY instead of batched statements
@@ -37,7 +38,7 @@ def _psycopg() -> Any:
     return psycopg
 
 
-class PostgresStore(Store):
+class PostgresStore(VerifiedStore):
     dialect = "postgres"
     param = "%s"
 

@@ -25,7 +25,8 @@ from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
 from . import schema
-from .base import Listener, Store, encode_row, q, store_error
+from .base import Listener, encode_row, q, store_error
+from .verify import VerifiedStore
 
 #: how often a follower looks at ``PRAGMA data_version`` (seconds)
 POLL = 0.002
@@ -40,7 +41,7 @@ def sqlite_path(url: str) -> tuple[str, dict[str, str]]:
     return path, opts
 
 
-class SqliteStore(Store):
+class SqliteStore(VerifiedStore):
     dialect = "sqlite"
 
     def __init__(self, url: str, create: bool = True) -> None:
@@ -60,6 +61,12 @@ class SqliteStore(Store):
         self._sync = sync
         self._lock = threading.Lock()
         self._conn = self._connect()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The store's SQLite connection (for tools and tests: PRAGMAs such as
+        ``max_page_count``); transactions go through the store's methods."""
+        return self._conn
 
     def _connect(self) -> sqlite3.Connection:
         try:

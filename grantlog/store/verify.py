@@ -28,200 +28,20 @@ streamed; memory stays small but for the row-by-row replay of a relation that di
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
-if TYPE_CHECKING:
-    from .base import Store
-
-_fast_loads: Callable[[Any], Any]
-try:  # the service's extra: ~5x faster than json for the log's rows
-    from orjson import loads as _fast_loads
-except ImportError:  # pragma: no cover
-    _fast_loads = json.loads
-
-MASK = (1 << 64) - 1
-_blake = hashlib.blake2b
-_from_bytes = int.from_bytes
-
-
-def _mixed(row: Iterable[Any]) -> str:
-    return "\x00".join(v if type(v) is str else "\x01" + str(v) for v in row)
-
-
-def row_hash(rel: str, row: Iterable[Any]) -> int:
-    """A fact's 64-bit hash: its relation and values (strings as they are, integers
-    marked), one encoding whatever the store or the Python version."""
-    try:
-        text = rel + "\x02" + "\x00".join(row)
-    except TypeError:
-        text = rel + "\x02" + _mixed(row)
-    return _from_bytes(_blake(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                       "little")
-
-
-def digest(rel: str, rows: Iterable[Iterable[Any]]) -> tuple[int, int]:
-    """(count, sum of the hashes mod 2**64) of ``rows`` (:func:`row_hash`, inlined: this is
-    the loop a verification spends its time in)."""
-    n = s = 0
-    pre = rel + "\x02"
-    blake, from_bytes = _blake, _from_bytes
-    for row in rows:
-        n += 1
-        try:
-            text = pre + "\x00".join(row)
-        except TypeError:
-            text = pre + _mixed(row)
-        s += from_bytes(blake(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                        "little")
-    return n, s & MASK
-
-
-def add_log(rows: Iterable[tuple[Any, ...]], per_rel: dict[str, list[int]],
-            per_rev: dict[int, list[int]] | None = None,
-            bad: list[tuple[Any, ...]] | None = None) -> int:
-    """Add log rows (revision, relation, sign, row as JSON) to ``per_rel`` (relation ->
-    [signed count, signed digest]) and ``per_rev`` (revision -> [added, removed, signed
-    digest]); rows that cannot be read go to ``bad``. Returns how many rows were read."""
-    blake, from_bytes, loads = _blake, _from_bytes, _fast_loads
-    n = 0
-    for rev, rel, sign, text in rows:
-        n += 1
-        h: int | None = None
-        try:  # the common case inlined (row_hash of a row of strings)
-            got = loads(text)
-            if type(got) is list:
-                h = from_bytes(blake((rel + "\x02" + "\x00".join(got)).encode(
-                    "utf-8", "surrogatepass"), digest_size=8).digest(), "little")
-        except (ValueError, TypeError):
-            row = _decode(text)
-            h = row_hash(rel, row) if row is not None else None
-        if h is None or not (sign == 1 or sign == -1):
-            if bad is not None:
-                bad.append((rev, rel, sign, text))
-            continue
-        if per_rev is not None:
-            r = per_rev.get(rev)
-            if r is None:
-                r = per_rev[rev] = [0, 0, 0]
-            if sign > 0:
-                r[0] += 1
-                r[2] += h
-            else:
-                r[1] += 1
-                r[2] -= h
-        c = per_rel.get(rel)
-        if c is None:
-            c = per_rel[rel] = [0, 0]
-        c[0] += sign
-        c[1] += sign * h
-    return n
-
-
-def hex64(value: int) -> str:
-    return f"{value & MASK:016x}"
-
-
-@dataclass
-class Problem:
-    """One thing found wrong."""
-
-    #: ``table`` (a table and the log disagree), ``log`` (a revision's log rows and its
-    #: record disagree), ``head`` (the head, the revisions and the log disagree),
-    #: ``database`` (the database's own structure), ``unreadable`` (a row that cannot be read)
-    kind: str
-    message: str
-    relation: str | None = None
-    revision: int | None = None
-    #: facts the table holds that the log does not give (shown as ``rel(...)``)
-    only_in_table: list[str] = field(default_factory=list)
-    #: facts the log gives that the table does not hold
-    only_in_log: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Report:
-    store: str
-    dialect: str
-    revision: int
-    horizon: int
-    problems: list[Problem]
-    facts: int
-    tables: int
-    log_rows: int
-    revisions: int
-    #: revisions with a checksum recorded when they committed (the others: written before
-    #: checksums were kept, or bulk loads above :data:`base.CHECKSUM_LOAD_MAX` facts)
-    checksummed: int
-    #: whether the tables could be checked against the log (False: compacted before a
-    #: checkpoint was kept)
-    tables_checked: bool
-    notes: list[str]
-    seconds: float
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"ok": self.ok}
-
-    def render(self) -> str:
-        at = f"at revision {self.revision}" if self.revision >= 0 else "(unreadable)"
-        head = (f"store {self.store} ({self.dialect}) {at}: "
-                + ("OK" if self.ok else f"CORRUPT ({len(self.problems)} "
-                   f"problem{'s' if len(self.problems) != 1 else ''})"))
-        lines = [head]
-        for p in self.problems:
-            where = (p.relation and f"`{p.relation}`") or (
-                f"revision {p.revision}" if p.revision is not None else p.kind)
-            lines.append(f"  {where}: {p.message}")
-            lines += [f"    only in the table: {x}" for x in p.only_in_table]
-            lines += [f"    only in the log:   {x}" for x in p.only_in_log]
-        lines += [f"  note: {n}" for n in self.notes]
-        against = "against " + (f"the checkpoint at revision {self.horizon} and "
-                                if self.horizon > 0 else "")
-        lines.append(f"checked {_facts(self.facts)} in {self.tables} tables "
-                     + (against if self.tables_checked else "and ")
-                     + f"{self.log_rows:,} log rows of {self.revisions:,} "
-                     f"revision{'s' if self.revisions != 1 else ''} "
-                     f"({self.checksummed:,} with checksums) in {self.seconds:.2f} s")
-        return "\n".join(lines)
-
-    def summary(self, most: int = 3) -> str:
-        shown = "; ".join((f"`{p.relation}`: " if p.relation else
-                           f"revision {p.revision}: " if p.revision is not None else "")
-                          + p.message for p in self.problems[:most])
-        more = len(self.problems) - most
-        return shown + (f"; and {more} more" if more > 0 else "")
-
-
-def _facts(n: int) -> str:
-    return f"{n:,} fact{'s' if n != 1 else ''}"
+from .base import Store
+from .digest import MASK, Problem, Report, add_log, decode, facts_text, hex64
 
 
 def _show(rel: str, row: tuple[Any, ...]) -> str:
     text = ir.show_atom(rel, row)
     return text.encode("ascii", "backslashreplace").decode("ascii") \
         if any(0xD800 <= ord(c) <= 0xDFFF for c in text) else text
-
-
-def _decode(text: Any) -> tuple[Any, ...] | None:
-    try:
-        got = _fast_loads(text)
-    except (ValueError, TypeError):
-        try:  # orjson refuses what json reads (lone surrogates, integers past 64 bits)
-            got = json.loads(text)
-        except (ValueError, TypeError):
-            return None
-    return tuple(got) if isinstance(got, list) else None
 
 
 def verify_store(st: Store, limit: int = 20) -> Report:
@@ -355,7 +175,7 @@ def _verify(st: Store, cur: Any, problems: list[Problem], notes: list[str], limi
         want_n, want_s = b[0] + c[0], (b[1] + c[1]) & MASK
         if (n, s) == (want_n, want_s):
             continue
-        what = (f"the table holds {_facts(n)}, the log gives {want_n:,}" if n != want_n else
+        what = (f"the table holds {facts_text(n)}, the log gives {want_n:,}" if n != want_n else
                 f"the table holds as many facts as the log gives ({n:,}), but not the same "
                 "ones")
         p = Problem("table", what + (" (the relation has no table)" if cols is None else ""),
@@ -377,7 +197,7 @@ def _rows_that_differ(st: Store, cur: Any, rel: str, columns: tuple[str, ...] | 
     """The facts of ``rel`` in its table and not in its replayed log, and the other way."""
     net: dict[tuple[Any, ...], int] = {}
     for sign, text in st._log_of(cur, rel):
-        row = _decode(text)
+        row = decode(text)
         if row is not None:
             net[row] = net.get(row, 0) + int(sign)
     replayed = {row for row, n in net.items() if n > 0}
@@ -397,3 +217,15 @@ def _safe_key(key: Any) -> Any:
         except TypeError:
             return (1, repr(row))
     return k
+
+
+class VerifiedStore(Store):
+    """A store that can check itself against its change log (the SQLite and PostgreSQL
+    stores are)."""
+
+    def verify(self, limit: int = 20) -> Report:
+        """Check the tables against the change log, and each revision's log rows against the
+        checksum recorded when it committed: a :class:`Report` whose ``problems`` say which
+        relation, revision and facts are wrong (``limit`` facts or rows of each at most).
+        Reads the tables as ``grantlog_relations`` records them, so it needs no rules."""
+        return verify_store(self, limit)

@@ -1,7 +1,7 @@
 """OPA's Data API for the platforms whose authorizer plugins call OPA (Trino, Apache Polaris).
 
 A platform's plugin POSTs ``{"input": ...}`` to ``/v1/data/<path>`` and reads ``{"result":
-...}``. A *mapping* (a TOML file: grantlog/interop/trino.toml, polaris.toml; docs/opa.md says
+...}``. A *mapping* (a TOML file: grantlog/service/opa/trino.toml, polaris.toml; docs/opa.md says
 how to write one) tells, without code, how the plugin's input becomes grantlog questions:
 
 * ``[input]``: JMESPath expressions for the subject, the operation and where the resource
@@ -47,8 +47,10 @@ from typing import Any
 import jmespath
 from jmespath.exceptions import JMESPathError
 
-from grantlog.engine.answer.explain import Limits
+from grantlog.engine.answer.decide import decide_or_deny, deny_reason
+from grantlog.engine.core.results import Decision
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
+from grantlog.grammar.formatter import quote
 from grantlog.tomlfile import read_toml
 
 KINDS = ("allow", "allow_object", "batch", "row_filters", "column_mask", "batch_column_masks")
@@ -66,13 +68,15 @@ class Unmapped(Exception):
     """The input does not say what the mapping needs (a deny, with this as its reason)."""
 
 
-@dataclass
-class Decision:
+@dataclass(frozen=True)
+class Decided:
+    """One check an answer made, for the decision log: the question and the engine's
+    decision, with the error when deciding failed (a deny: engine/answer/decide.py)."""
+
     subject: str
     operation: str
     resource: str
-    allowed: bool
-    reasons: list[str] = field(default_factory=list)
+    decision: Decision
     error: str | None = None
 
 
@@ -80,7 +84,7 @@ class Decision:
 class Answer:
     result: Any
     reason: str | None = None
-    decisions: list[Decision] = field(default_factory=list)
+    decisions: list[Decided] = field(default_factory=list)
     #: what the row filter or masks were made from, for the decision log
     detail: dict[str, Any] = field(default_factory=dict)
 
@@ -221,7 +225,7 @@ class _Groups:
         try:
             said = {string.Formatter().vformat(self.id, (), self.vars | {"name": n})
                     for n in names}
-            rows = reasoner.query(self.store.replace("{subject}", _q(subject)))
+            rows = reasoner.query(self.store.replace("{subject}", quote(subject)))
             stored = set()
             for row in rows:
                 if len(row) != 1:
@@ -229,7 +233,7 @@ class _Groups:
                                "named variable")
                 stored.add(str(next(iter(row.values()))))
             counted = {g for g in said | stored
-                       if reasoner.ask(self.counts.replace("{group}", _q(g)))}
+                       if reasoner.ask(self.counts.replace("{group}", quote(g)))}
         except GrantlogError as exc:
             return _first(exc)
         except Exception as exc:  # fail closed, whatever went wrong
@@ -499,7 +503,7 @@ class Mapping:
 
     def _allow(self, inp: Any, docs: list[Any], reasoner: Any) -> Answer:
         """Allowed when every document's checks (and every secondary's) are (fail closed)."""
-        decided: dict[tuple[str, str], Decision] = {}
+        decided: dict[tuple[str, str], Decided] = {}
         try:
             subject = self._str(self.subject, inp, "subject")
             name, cases = self._op(inp)
@@ -521,7 +525,7 @@ class Mapping:
                               list(decided.values()))
             for op, resource in unit:
                 d = self._decide(reasoner, decided, subject, op, resource)
-                if not d.allowed:
+                if not d.decision.allowed:
                     why = d.error or self._why_not(reasoner, subject, op, resource)
                     return Answer(False, f"{subject} may not {op} {resource}" + (
                         f": {why}" if why else ""), list(decided.values()))
@@ -546,7 +550,7 @@ class Mapping:
         listed = self._listed(inp)
         if listed is None:
             return Answer([], "the input has no list of resources to filter")
-        decided: dict[tuple[str, str], Decision] = {}
+        decided: dict[tuple[str, str], Decided] = {}
         try:
             subject = self._str(self.subject, inp, "subject")
             name, cases = self._op(inp)
@@ -576,7 +580,7 @@ class Mapping:
                 n += 1
         return Answer(allowed, "; ".join(reasons[:10]) or None, list(decided.values()))
 
-    def _unit_denied(self, reasoner: Any, decided: dict[tuple[str, str], Decision],
+    def _unit_denied(self, reasoner: Any, decided: dict[tuple[str, str], Decided],
                      subject: str, unit: _Unit) -> str | None:
         """Why the unit is denied (without a why-not: batches are large), or None."""
         if isinstance(unit, Unmapped):
@@ -585,30 +589,32 @@ class Mapping:
             return "the mapping denies this operation"
         for op, resource in unit:
             d = self._decide(reasoner, decided, subject, op, resource)
-            if not d.allowed:
+            if not d.decision.allowed:
                 return f"{subject} may not {op} {resource}" + (f": {d.error}" if d.error
                                                                else "")
         return None
 
     @staticmethod
-    def _decide(reasoner: Any, decided: dict[tuple[str, str], Decision], subject: str,
-                operation: str, resource: str) -> Decision:
+    def _decide(reasoner: Any, decided: dict[tuple[str, str], Decided], subject: str,
+                operation: str, resource: str) -> Decided:
         """One check, once per request (FilterColumns asks the same table for each column)."""
         d = decided.get((operation, resource))
         if d is None:
-            d = decided[(operation, resource)] = _decide(reasoner, subject, operation,
-                                                         resource)
+            got, failure = decide_or_deny(reasoner, subject, operation, resource)
+            d = decided[(operation, resource)] = Decided(
+                subject, operation, resource, got, str(failure) if failure else None)
         return d
 
     def _why_not(self, reasoner: Any, subject: str, operation: str, resource: str) -> str:
-        """:func:`why_not`, kept per revision (platforms ask the same question again and
-        again: a query's every statement re-checks its tables)."""
+        """A deny's why-not summary (engine/answer/decide.py), kept per revision (platforms
+        ask the same question again and again: a query's every statement re-checks its
+        tables)."""
         key = (reasoner.revision, subject, operation, resource)
         got = self._reasons.get(key)
         if got is None:
             if len(self._reasons) >= 10_000:
                 self._reasons.clear()
-            got = self._reasons[key] = why_not(reasoner, subject, operation, resource)
+            got = self._reasons[key] = deny_reason(reasoner, subject, operation, resource)
         return got
 
     def _row_filters(self, inp: Any, reasoner: Any) -> Answer:
@@ -637,8 +643,8 @@ class Mapping:
             table = self.resource_id(doc)
             column = self._str(self.mask_column, doc, "column name")
             typ = _search(self.mask_type, doc)
-            rows = reasoner.query(f"{self.mask_relation}({_q(subject)}, {_q(table)}, "
-                                  f"{_q(column)}, M)")
+            rows = reasoner.query(f"{self.mask_relation}({quote(subject)}, {quote(table)}, "
+                                  f"{quote(column)}, M)")
             mask = strongest_mask(b["M"] for b in rows)
         except Unmapped as exc:  # fail closed: the column is hidden
             return Answer({"expression": "NULL"}, str(exc))
@@ -651,62 +657,6 @@ class Mapping:
         return Answer({"expression": sql}, None, [], detail | {"sql": sql})
 
 
-def _q(v: str) -> str:
-    return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _first(exc: GrantlogError) -> str:
     d = exc.diagnostics[0] if exc.diagnostics else None
     return f"{d.code}: {d.message}" if d is not None else str(exc)
-
-
-#: a why-not summary's reach: the rules that could allow, and what each needs, a few levels down
-#: (a deny's reason must cost about what the check did, not a whole why-not tree's search)
-REASON_LIMITS = Limits(depth=3, alternatives=3, nodes=30, search=500, proofs=False)
-_OK = ("holds", "fact", "rule", "comparison")
-
-
-def why_not(reasoner: Any, subject: str, operation: str, resource: str) -> str:
-    """A deny's why-not summary: for each rule that could have allowed it (at most three),
-    the chain of first failed conditions down to the deepest one explained."""
-    goal = f"{reasoner.program.decision}({_q(subject)}, {_q(operation)}, {_q(resource)})"
-    try:
-        tree = reasoner.explain(goal, REASON_LIMITS).why_not
-    except Exception:  # the reason is optional: never let it turn a deny into an error
-        return ""
-    if tree is None:
-        return ""
-    alts = [c for c in tree.children if c.kind == "alternative"] or [tree]
-    out = []
-    for alt in alts[:3]:
-        chain: list[str] = []
-        node, last = alt, None
-        while True:
-            failed = next((c for c in node.children if c.kind not in _OK), None)
-            if failed is None:
-                break
-            chain.append(failed.text)
-            last = failed
-            subs = [c for c in failed.children if c.kind == "alternative"]
-            if len(subs) != 1:  # several rules could make it hold: stop at it
-                break
-            node = subs[0]
-        name = f"rule {alt.rule.name}" if alt.rule is not None else "the goal"
-        if last is None:
-            out.append(f"{name}: {alt.reason()}")
-        else:
-            out.append(f"{name} needs " + ", which needs ".join(chain) + f": {last.reason()}")
-    more = f" (and {len(alts) - 3} more rules)" if len(alts) > 3 else ""
-    return "; ".join(out) + more if out else "no rule allows it"
-
-
-def _decide(reasoner: Any, subject: str, operation: str, resource: str) -> Decision:
-    """One check, failing closed."""
-    try:
-        d = reasoner.check(subject, operation, resource)
-    except GrantlogError as exc:
-        return Decision(subject, operation, resource, False, [], _first(exc))
-    except Exception as exc:  # fail closed, whatever went wrong
-        return Decision(subject, operation, resource, False, [],
-                        f"internal-error: {type(exc).__name__}: {exc}")
-    return Decision(subject, operation, resource, d.allowed, list(d.reasons))

@@ -1,0 +1,101 @@
+"""The journal protocol: where a reasoner's transactions become durable, and where the
+transactions of other writers arrive from.
+
+The engine's :class:`~engine.answer.reasoner.Reasoner` takes ``journal=`` (None: it keeps its
+facts in memory only). SpiceDB's datastore interface is the model: ``HeadRevision`` is
+:meth:`JournalReader.head`, ``SnapshotReader(rev)`` is :meth:`JournalReader.snapshot`,
+``Watch`` is :meth:`JournalReader.since`, and ``ReadWriteTx(fn)`` is :meth:`Journal.append`:
+
+* a reasoner starts from :meth:`~JournalReader.snapshot` (the revision and every journaled
+  fact);
+* a transaction calls :meth:`Journal.append` with a function: the journal locks its head and
+  calls it with a reader of the locked state, from which the reasoner first applies what
+  other writers committed since its revision, then checks ``if_revision`` and returns the net
+  change to write; the journal writes it and commits, and only then does the reasoner make
+  the change visible, as the revision ``append`` returned. Writers are serialized by the
+  journal's lock, so transactions are serializable; reads never wait for the journal;
+* catching up (``wait_for``, ``at_least=``, a follower's ``sync()``) reads
+  :meth:`~JournalReader.since`; a reasoner further behind than the journal keeps
+  (``since`` raises the :data:`COMPACTED` error) reloads the snapshot and applies the
+  difference.
+
+The journal holds only the facts written at run time: the program's own facts (the rule
+files') are always visible and never journaled; a journaled fact may also be one of them.
+grantlog/store/journal.py implements the protocol over a SQLite or PostgreSQL store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
+
+from grantlog.grammar.diagnostics import GrantlogError
+
+from . import ir
+from .results import Delta
+
+#: the code of the ``GrantlogError`` :meth:`JournalReader.since` raises for a revision whose
+#: successors the journal no longer keeps
+COMPACTED = "revision-compacted"
+
+#: a revision and every journaled fact per relation (every relation the journal has)
+Snapshot = tuple[int, Mapping[str, Iterable[ir.Row]]]
+
+
+class Entry(Protocol):
+    """One committed transaction as the journal records it: its net change."""
+
+    @property
+    def revision(self) -> int: ...
+
+    @property
+    def added(self) -> Delta: ...
+
+    @property
+    def removed(self) -> Delta: ...
+
+
+class JournalReader(Protocol):
+    """The journal at one moment: its head, its facts, its transactions since a revision."""
+
+    def head(self) -> int:
+        """The last committed revision."""
+        ...
+
+    def snapshot(self) -> Snapshot:
+        """The head revision and every journaled fact, read consistently."""
+        ...
+
+    def since(self, revision: int) -> Sequence[Entry]:
+        """The transactions committed after ``revision``, in commit order; a
+        ``GrantlogError`` of code :data:`COMPACTED` when they are no longer all kept."""
+        ...
+
+
+#: what :meth:`Journal.append` calls under the journal's lock: the reader sees the locked
+#: state; returns the net change to write (rows to add, all absent; rows to remove, all
+#: present)
+Change = Callable[[JournalReader], tuple[Delta, Delta]]
+
+
+class Journal(JournalReader, Protocol):
+    """A durable log of base-fact transactions shared by several writers."""
+
+    def append(self, change: Change) -> int | None:
+        """One write transaction: lock the head, call ``change`` with the locked state, write
+        the net change it returns and commit. Returns the new revision (None: ``change``
+        wrote nothing). Nothing is written if ``change`` raises."""
+        ...
+
+    def close(self) -> None:
+        """Release what the journal holds."""
+        ...
+
+
+def compacted(exc: GrantlogError) -> bool:
+    """Whether ``exc`` says the journal no longer keeps the transactions asked for."""
+    return bool(exc.diagnostics) and exc.diagnostics[0].code == COMPACTED
+
+
+__all__ = ["COMPACTED", "Change", "Entry", "Journal", "JournalReader", "Snapshot",
+           "compacted"]

@@ -1,0 +1,97 @@
+"""Who may do what, where: ``list``, ``who`` and ``filter``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from grantlog.grammar.diagnostics import GrantlogError, error
+
+from .inputs import COMMAND_LINE, EXIT_OK, add_command, load, out, print_values
+
+
+def cmd_list(a: argparse.Namespace) -> int:
+    *files, subject, operation = a.args
+    return print_values(a, load(a, files).list(subject, operation, a.type, a.within))
+
+
+def cmd_who(a: argparse.Namespace) -> int:
+    *files, operation, resource = a.args
+    return print_values(a, load(a, files).who(operation, resource))
+
+
+def cmd_filter(a: argparse.Namespace) -> int:
+    here = COMMAND_LINE
+    if a.rows is not None:
+        return _row_filter(a)
+    if len(a.args) < 2:
+        raise GrantlogError([error("bad-option", "filter takes FILE... SUBJECT OPERATION",
+                                   here)])
+    *files, subject, operation = a.args
+    f = load(a, files).filter(subject, operation, a.type)
+    if a.sql is None:
+        out(json.dumps(f.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if a.layout is None:
+        raise GrantlogError([error("bad-option", "--sql needs --layout FILE (the catalog "
+                                   "table's name and columns)", here)])
+    try:
+        from grantlog.filters import Layout, select_sql, to_sql
+    except ImportError as exc:
+        raise GrantlogError([error("missing-dependency", f"SQL filters need sqlglot ({exc})",
+                                   here, "install it with `pip install 'grantlog[filters]'`")]) \
+            from None
+    layout = Layout.load(a.layout)
+    out((to_sql if a.where else select_sql)(f, layout, a.sql))
+    return EXIT_OK
+
+
+def _row_filter(a: argparse.Namespace) -> int:
+    """``grantlog filter --rows TABLE FILE... SUBJECT``: a row filter, as JSON or SQL."""
+    if a.layout is not None or a.type is not None:
+        raise GrantlogError([error("bad-option", "--rows takes neither --layout nor --type: "
+                                   "a row filter is over the table's own columns",
+                                   COMMAND_LINE)])
+    *files, subject = a.args
+    f = load(a, files).row_filter(subject, a.rows, a.relation)
+    if a.sql is None:
+        out(json.dumps(f.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    from grantlog.filters import row_filter_sql
+
+    out(row_filter_sql(f, a.sql))
+    return EXIT_OK
+
+
+def add_parser(sub: Any) -> None:
+    sp = add_command(sub, "list", "the resources SUBJECT may perform OPERATION on", inputs=True)
+    sp.add_argument("args", nargs="+", metavar="FILE... SUBJECT OPERATION")
+    sp.add_argument("--type", "-t", help="only resources with entity(resource, TYPE)")
+    sp.add_argument("--within", "-w", metavar="CONTAINER",
+                    help="only CONTAINER and the resources below it "
+                         "(ancestor_or_self(CONTAINER, resource))")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(fn=cmd_list)
+
+    sp = add_command(sub, "filter", "the condition a resource must meet for SUBJECT to perform "
+                     "OPERATION on it: JSON, or SQL over a catalog table (--sql, --layout)",
+                     inputs=True)
+    sp.add_argument("args", nargs="+", metavar="FILE... SUBJECT OPERATION")
+    sp.add_argument("--type", "-t", help="only resources with entity(resource, TYPE)")
+    sp.add_argument("--sql", choices=["sqlite", "postgres", "spark", "trino"],
+                    help="render the filter as a SQL query in this dialect (needs --layout)")
+    sp.add_argument("--layout", metavar="FILE",
+                    help="the catalog table: a TOML file (table, id, type, parent, path)")
+    sp.add_argument("--where", action="store_true",
+                    help="with --sql, print only the WHERE condition")
+    sp.add_argument("--rows", metavar="TABLE",
+                    help="a row filter instead (FILE... SUBJECT): the condition a row of TABLE "
+                    "must meet for RELATION(SUBJECT, TABLE, row); --sql without --layout")
+    sp.add_argument("--relation", default="row_visible",
+                    help="with --rows, the relation asked (row_visible)")
+    sp.set_defaults(fn=cmd_filter)
+
+    sp = add_command(sub, "who", "the subjects that may perform OPERATION on RESOURCE",
+                     inputs=True, args="FILE... OPERATION RESOURCE")
+    sp.set_defaults(fn=cmd_who)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 
 from grantlog.engine.eval.closure import Closure
-from grantlog.engine.eval.demand import DemandPlans
+from grantlog.engine.plan.demand import DemandPlans
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

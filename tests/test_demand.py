@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from grantlog.engine.core import ir
-from grantlog.engine.eval.demand import DemandPlans
 from grantlog.engine.plan.codegen import compile_keyed, generate, interpreted, key_binding
+from grantlog.engine.plan.demand import DemandPlans
 from grantlog.engine.plan.join import plan_bound
 
 import grantlog

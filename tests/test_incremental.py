@@ -158,7 +158,7 @@ def test_later_rounds_of_a_tabled_call_run_only_the_rules_that_recurse(
     """A tabled call repeats its rounds until nothing grew; a rule that reads nothing of its
     own component (`step`'s base case) gives the same rows every round, so it runs in the
     first round only, and the answers stay those of materialization."""
-    from grantlog.engine.eval.demand import DemandPlans
+    from grantlog.engine.plan.demand import DemandPlans
 
     text = ("rel edge(a, b).\n"
             "base: reach(X, Y) :- edge(X, Y).\n"

@@ -23,9 +23,10 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from ..core import ir
 from ..core.results import Decision
 from ..core.terms import atom_vars
-from ..eval.demand import DemandContext, DemandPlans
+from ..eval.demand import DemandContext
 from ..eval.derivation import deriving_rule
 from ..plan.codegen import Binder, compile_keyed
+from ..plan.demand import DemandPlans
 from ..plan.join import plan_bound
 from .explain import Limits, Proof
 

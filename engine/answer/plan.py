@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..core import ir
-from ..eval.demand import DemandPlans
+from ..plan.demand import DemandPlans
 from ..plan.join import Assign, Filter, NegCheck, RulePlan, Scan, plan_bound
 
 

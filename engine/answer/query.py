@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from ..compile.compiler import compile_goal
 from ..core import ir
 from ..core.results import Answers
-from ..eval.demand import DemandContext, DemandPlans
+from ..eval.demand import DemandContext
 from ..plan.codegen import RunFn, compile_plan
+from ..plan.demand import DemandPlans
 from ..plan.join import RulePlan, plan_bound
 
 

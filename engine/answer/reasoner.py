@@ -31,9 +31,10 @@ from ..core.results import (
     Writes,
 )
 from ..eval.database import Database
-from ..eval.demand import DemandContext, DemandPlans, Memo
+from ..eval.demand import DemandContext, Memo
 from ..eval.incremental import Maintainer, dependents
 from ..eval.seminaive import EvalStats, Evaluator
+from ..plan.demand import DemandPlans
 from ..plan.join import RulePlan
 from ..plan.stats import Statistics
 from . import filter as filters

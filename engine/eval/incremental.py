@@ -35,9 +35,10 @@ from typing import Any
 from ..core import ir
 from ..core.results import Change
 from ..plan.codegen import RunFn, compile_plan
+from ..plan.demand import DemandPlans
 from ..plan.join import RulePlan, plan_variant
 from .database import Database
-from .demand import DemandContext, DemandPlans, Memo
+from .demand import DemandContext, Memo
 from .derivation import Derivations
 
 Rows = set[ir.Row]

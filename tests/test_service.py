@@ -538,10 +538,16 @@ def test_a_killed_worker_loses_no_acknowledged_write(tmp_path: Path) -> None:
                 "subject": "alice", "operation": "load_table",
                 "resource": "m1.lakehouse.sales.orders", "at_least_revision": last})
             assert got.status_code == 200 and got.json()["revision"] >= last
-        # the new worker swept the dead one's gauges: a revision for each live worker
-        text = httpx.get(url + "/metrics", timeout=30).text
-        pids = {int(line.split('pid="')[1].split('"')[0]) for line in text.splitlines()
-                if line.startswith("grantlog_revision{")}
+        # the new worker swept the dead one's gauges when it started (its process exists a
+        # while before it has, under load): a revision for each live worker
+        deadline = time.monotonic() + 60
+        while True:
+            text = httpx.get(url + "/metrics", timeout=30).text
+            pids = {int(line.split('pid="')[1].split('"')[0]) for line in text.splitlines()
+                    if line.startswith("grantlog_revision{")}
+            if pids == set(alive) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert pids == set(alive)
     finally:
         stop.set()

@@ -8,7 +8,6 @@ none of it.
 
 from __future__ import annotations
 
-import builtins
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -672,13 +671,6 @@ class Reasoner(Writes):
         (engine/answer/listing.py)."""
         return listing.list_resources(self, subject, operation, type, within, at_least,
                                       after, limit)
-
-    def _list_filtered(self, subject: str, operation: str, type: str | None,
-                       ) -> tuple[builtins.list[ir.Value], int] | None:
-        """``list`` through the decision's filter, when the model's hierarchy is walkable
-        and the filter bounds the resources: output-sensitive (the subtrees the filter
-        names, not every resource); None otherwise."""
-        return listing.list_filtered(self, subject, operation, type)
 
     def _residual(self, ctx: DemandContext, subject: str, operation: str,
                   type: str | None, h: Hierarchy | None = None) -> Cond:

@@ -56,6 +56,7 @@ from typing import Any
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from pyDatalog import Logic, pyEngine, pyParser
 
+from ..answer.decide import decision_relation
 from ..compile.compiler import compile_goal
 from ..core import ir
 from ..core.hierarchy_roles import hierarchy_roles
@@ -467,12 +468,7 @@ class PyDatalogReasoner(Writes):
         return bool(self.query(goal))
 
     def _decision(self, values: Sequence[ir.Value | None]) -> set[ir.Row]:
-        rel = self.program.decision
-        r = self._relation(rel)
-        if r.arity != 3:
-            raise GrantlogError([error("arity-mismatch",
-                                       f"decision relation `{rel}` must have 3 columns",
-                                       r.span or _API)])
+        rel = decision_relation(self.program, self._relation)
         with self._active():
             return self._ask(self._tr.open_rows(rel, values))
 

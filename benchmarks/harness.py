@@ -263,7 +263,7 @@ def load_store(store: str, program: Any, w: Any) -> None:
     """A workload's facts (``w.facts``: relation -> rows) into a new store."""
     from grantlog.store import open_store
 
-    st = open_store(store, program)
+    st = open_store(store, program, create=True)
     with st.writing() as wr:
         for rel, rows in w.facts.items():
             wr.load(rel, rows)

@@ -97,7 +97,7 @@ def measure_store(kind: str, url: str, program: Any, w: Any, first: tuple[str, s
     res: dict[str, Any] = {"store": kind}
     gc.collect()
     t0 = time.perf_counter()
-    st = open_store(url, program)
+    st = open_store(url, program, create=True)
     with st.writing() as wr:
         for rel, rows in w.facts.items():
             wr.load(rel, rows)
@@ -200,7 +200,7 @@ def ingestion(program: Any, w: Any, tmp: Path, size: int) -> dict[str, Any]:
     db = tmp / "cli.db"
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "grantlog.cli", "store", "load", f"sqlite:///{db}",
-                    str(paths["gl"]), "--rules", str(RULES)], check=True,
+                    str(paths["gl"]), "--rules", str(RULES), "--create"], check=True,
                    capture_output=True)
     out["cli_load_gl_sqlite"] = {"s": time.perf_counter() - t0,
                                  "rows_per_s": n / (time.perf_counter() - t0)}

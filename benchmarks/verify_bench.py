@@ -27,7 +27,7 @@ from grantlog.store import open_store
 
 
 def measure(kind: str, url: str, program: grantlog.Program, w: Any, repeat: int) -> None:
-    st = open_store(url, program)
+    st = open_store(url, program, create=True)
     t0 = time.perf_counter()
     with st.writing() as wr:
         for rel, rows in w.facts.items():

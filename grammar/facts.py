@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 from . import ast
 from .diagnostics import GrantlogError, Span
-from .parser import parse
+from .parser import BOM, parse
 
 KEYWORDS = frozenset({"not", "rel", "import", "test", "expect"})
 _FACT = re.compile(r"([ \t]*)([a-z][A-Za-z0-9_]*)(?:[ \t]*\((.*)\))?[ \t]*\.[ \t]*(//.*)?\r?")
@@ -120,6 +120,7 @@ def scan_lines(text: str, file: str,
 
 def parse_fast(text: str, file: str = "<input>") -> ast.Module:
     """:func:`parse`'s module, with plain fact lines read without the parser."""
+    text = text.removeprefix(BOM)
     facts: list[tuple[int, ast.Statement]] = []
     rest: list[str] = []
     lines = text.split("\n")

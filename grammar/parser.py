@@ -35,6 +35,8 @@ def _on_comment(tok: Token) -> Token:
     return tok
 
 
+#: a UTF-8 byte-order mark: ignored at the start of a text (editors on Windows write one)
+BOM = "\ufeff"
 _GRAMMAR = resources.files(__package__).joinpath("grantlog.lark").read_text(encoding="utf-8")
 _PARSER = Lark(
     _GRAMMAR,
@@ -284,6 +286,24 @@ def _end_span(text: str, file: str) -> Span:
     return Span(file, line, col, line, col + 1)
 
 
+def _non_ascii_name(text: str, pos: int, file: str) -> Diagnostic:
+    """``syntax-error`` at a word with a letter that is not ASCII (`café`): it names the
+    word and says to quote it (docs/language.md: bare names are ASCII)."""
+    start = pos
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    end = pos
+    while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+        end += 1
+    word = text[start:end]
+    line = text.count("\n", 0, start) + 1
+    col = start - (text.rfind("\n", 0, start) + 1) + 1
+    return error("syntax-error", f"`{word}` is not a bare name: `{text[pos]}` is not an ASCII "
+                 "letter", Span(file, line, col, line, col + len(word)),
+                 f"bare names (constants, relations, variables) are ASCII letters, digits and "
+                 f"`_`; quote a constant with other letters: `\"{word}\"`")
+
+
 def _convert(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
     if isinstance(err, UnexpectedToken):
         tok = err.token
@@ -298,6 +318,8 @@ def _convert(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
         sp = Span(file, err.line, err.column, err.line, err.column + 1)
         if ch == '"':
             return error("syntax-error", "unterminated string", sp, "close the string with `\"`")
+        if ch.isalpha():  # a non-ASCII letter: bare names are ASCII, a quoted one is not
+            return _non_ascii_name(text, pos, file)
         shown = ch if ch.isprintable() else repr(ch)
         return error("syntax-error", f"unexpected character `{shown}`", sp)
     if isinstance(err, UnexpectedEOF):
@@ -308,6 +330,7 @@ def _convert(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
 
 
 def _run(text: str, file: str, start: str) -> tuple[Any, list[Token], list[tuple[int, int]]]:
+    text = text.removeprefix(BOM)
     comments: list[Token] = []
     _local.comments = comments
     tr = _ToAst(file)

@@ -21,6 +21,7 @@ from pathlib import Path
 from grantlog.client import Client
 from grantlog.engine import Answers, Decision, Explanation, Program, Proof, RevisionConflict
 from grantlog.engine.compile.compiler import compile_program
+from grantlog.engine.core import arguments
 from grantlog.grammar import Diagnostic, GrantlogError, Span
 from grantlog.reasoner import Reasoner
 
@@ -40,9 +41,17 @@ def compile(
     Raises :class:`GrantlogError` with every diagnostic found. ``strict`` turns warnings about
     relations that are never declared, defined or given facts into errors. ``files`` maps
     paths to texts read instead of the disk (an uploaded policy, an editor's buffers); with
-    ``disk=False`` nothing else is read but the shipped models.
+    ``disk=False`` nothing else is read but the shipped models. A wrong argument is a
+    ``bad-argument`` error (a single path is one: ``paths=["a.gl"]``).
     """
-    return compile_program(text, paths, filename, strict, files=files, disk=disk)
+    arguments.optional_text("text", text, "pass the rule text as a string, or files as `paths=`")
+    found = arguments.paths(paths)
+    arguments.text("filename", filename)
+    arguments.flag("strict", strict)
+    arguments.flag("disk", disk)
+    return compile_program(text, found, filename, strict,
+                           files=None if files is None else arguments.texts("files", files),
+                           disk=disk)
 
 
 __all__ = [

@@ -16,9 +16,11 @@ and an answer that is not the service's JSON (a proxy's HTML error page) an ``ht
 ``bad-response`` one, from every method. The URL may carry a path prefix
 (``https://gw.example/grantlog``). Needs ``httpx`` (``pip install 'grantlog[client]'``).
 
-An operation no rule of the served model mentions is denied and reported: the decision's
-``warnings`` hold an ``unknown-operation`` diagnostic (a server started with ``--strict``
-answers 422 instead, raised as :class:`GrantlogError` with that code).
+A constant no rule, declaration or fact of the served model mentions (``load_tabel``) is
+denied and reported, as by the embedded Reasoner: the decision's (or an empty listing's)
+``warnings`` hold an ``unknown-constant`` diagnostic; with ``strict=True`` (or a server
+started with ``--strict``) the service answers 422 instead, raised as :class:`GrantlogError`
+with that code.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from grantlog.engine.core import ir
+from grantlog.engine.core import arguments, ir
 from grantlog.engine.core.results import (
     Answers,
     Change,
@@ -43,6 +45,17 @@ from grantlog.engine.core.results import (
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, warning
 
 _SERVER = Span("<server>", 0, 0, 0, 0)
+
+
+def _read(path: str) -> str:
+    """A rule file's text (``file-not-found`` when it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise GrantlogError([error("file-not-found", f"cannot read `{path}`: {reason}",
+                                   Span(path, 0, 0, 0, 0))]) from None
 
 
 def _excerpt(text: str) -> str:
@@ -74,17 +87,11 @@ def _diagnostics(body: Any, status: int) -> list[Diagnostic]:
 
 @dataclass(frozen=True, eq=False)
 class RemoteDecision(Decision):
-    """A :class:`Decision` from the service, with what the service reported about it:
-    ``warnings`` (``unknown-operation`` for an operation no rule mentions; in
-    :meth:`Client.check_many`, the error that made an item fail closed). Equal to the
-    embedded Reasoner's decision with the same ``allowed`` and ``reasons``, as ``revision``
-    is not part of equality."""
-
-    warnings: tuple[Diagnostic, ...] = ()
-
-    def warned(self, code: str) -> bool:
-        """Did the service report ``code`` about this decision?"""
-        return any(d.code == code for d in self.warnings)
+    """A :class:`Decision` from the service, with what the service reported about it in
+    ``warnings`` (``unknown-constant`` for a constant no rule, declaration or fact mentions,
+    as the embedded Reasoner reports it; in :meth:`Client.check_many`, the error that made an
+    item fail closed). Equal to the embedded Reasoner's decision with the same ``allowed``
+    and ``reasons``, as ``revision`` and ``warnings`` are not part of equality."""
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Decision):
@@ -93,6 +100,14 @@ class RemoteDecision(Decision):
 
     def __hash__(self) -> int:
         return hash((self.allowed, self.reasons))
+
+
+def _strict(strict: bool) -> dict[str, Any]:
+    """A question's ``strict`` as the service takes it (sent only when true)."""
+    if not isinstance(strict, bool):
+        raise GrantlogError([error("bad-argument", f"`strict` must be True or False, not "
+                                   f"`{strict!r}`", Span("<argument strict>", 0, 0, 0, 0))])
+    return {"strict": True} if strict else {}
 
 
 def _decision(item: dict[str, Any], revision: int) -> RemoteDecision:
@@ -139,6 +154,8 @@ class Client(Writes):
 
     def __init__(self, url: str, token: str | None = None, timeout: float = 30.0,
                  **httpx_options: Any) -> None:
+        arguments.text("url", url, "e.g. `grantlog.Client(\"http://127.0.0.1:8181\")`")
+        arguments.optional_text("token", token)
         try:
             import httpx
         except ImportError as exc:
@@ -146,9 +163,14 @@ class Client(Writes):
                 "missing-dependency", f"the client needs httpx ({exc})",
                 Span("<api>", 0, 0, 0, 0), "install it with `pip install 'grantlog[client]'`")
             ]) from None
+        if timeout is not None and not isinstance(timeout, httpx.Timeout):
+            arguments.number("timeout", timeout)  # seconds; None (none) or an httpx.Timeout
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout,
-                                  **httpx_options)
+        try:
+            self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers,
+                                      timeout=timeout, **httpx_options)
+        except (httpx.InvalidURL, httpx.LocalProtocolError, ValueError) as exc:
+            raise arguments.bad_argument("url", "an http(s) URL", url, f"{exc}") from None
         self._httpx = httpx
         #: the highest revision this client wrote or saw (its reads wait for it)
         self.revision = 0
@@ -177,6 +199,12 @@ class Client(Writes):
         return GrantlogError([error("service-unavailable", f"cannot reach the service: {exc}",
                                     Span(str(self._http.base_url), 0, 0, 0, 0))])
 
+    @staticmethod
+    def _unsendable(exc: Exception) -> GrantlogError:
+        """A request no URL can carry (an argument far too long for a query string)."""
+        return GrantlogError([error("bad-argument", f"the request cannot be sent: {exc}",
+                                    ir.API_SPAN, "shorten the arguments")])
+
     def _json(self, text: str) -> dict[str, Any]:
         """A success's JSON object (``bad-response`` when it is not one)."""
         try:
@@ -198,6 +226,8 @@ class Client(Writes):
             resp = self._http.request(method, path, json=body, params=params)
         except self._httpx.HTTPError as exc:
             raise self._unavailable(exc) from None
+        except self._httpx.InvalidURL as exc:
+            raise self._unsendable(exc) from None
         if resp.status_code >= 400:
             self._raise(resp, sources, expected)
         return self._json(resp.text)
@@ -219,6 +249,8 @@ class Client(Writes):
                     yield item
         except self._httpx.HTTPError as exc:
             raise self._unavailable(exc) from None
+        except self._httpx.InvalidURL as exc:
+            raise self._unsendable(exc) from None
 
     def _seen(self, revision: int) -> None:
         if revision > self.revision:
@@ -230,27 +262,32 @@ class Client(Writes):
     # -- reads ----------------------------------------------------------------------------------
 
     def check(self, subject: str, operation: str, resource: str,
-              at_least: int | None = None) -> RemoteDecision:
+              at_least: int | None = None, strict: bool = False) -> RemoteDecision:
+        arguments.question(arguments.DECIDED, (subject, operation, resource), at_least)
         got = self._post("/v1/check", {"subject": subject, "operation": operation,
                                        "resource": resource,
-                                       "at_least_revision": self._at_least(at_least)})
+                                       "at_least_revision": self._at_least(at_least)}
+                         | _strict(strict))
         if "error" in got:  # the service failed closed
             raise GrantlogError(_diagnostics(got, 200))
         self._seen(got["revision"])
         return _decision(got, got["revision"])
 
     def check_many(self, checks: Sequence[tuple[str, str, str]],
-                   at_least: int | None = None) -> list[RemoteDecision]:
+                   at_least: int | None = None, strict: bool = False) -> list[RemoteDecision]:
         """Many decisions in one request (the server's batch limit applies); an item the
         service failed closed on is a deny whose ``warnings`` hold the error."""
+        found = arguments.triples("checks", checks, arguments.DECIDED)
+        arguments.optional_int("at_least", at_least)
         got = self._post("/v1/check/batch", {
-            "checks": [{"subject": s, "operation": o, "resource": r} for s, o, r in checks],
-            "at_least_revision": self._at_least(at_least)})
+            "checks": [{"subject": s, "operation": o, "resource": r} for s, o, r in found],
+            "at_least_revision": self._at_least(at_least)} | _strict(strict))
         rev = got["revision"]
         self._seen(rev)
         return [_decision(x, rev) for x in got["results"]]
 
     def query(self, goal: str, at_least: int | None = None) -> Answers[dict[str, ir.Value]]:
+        arguments.goal(goal, at_least)
         got = self._post("/v1/query", {"goal": goal,
                                        "at_least_revision": self._at_least(at_least)})
         self._seen(got["revision"])
@@ -262,50 +299,62 @@ class Client(Writes):
     def _stream(self, path: str, body: dict[str, Any], key: str) -> Answers[ir.Value]:
         out: list[ir.Value] = []
         revision = None
+        warnings: list[Diagnostic] = []
         for item in self._lines("POST", path, json=body):
             if key in item:
                 out.append(item[key])
             elif isinstance(item.get("revision"), int):
                 revision = item["revision"]
+                warnings = [_diagnostic(w, "warning") for w in item.get("warnings") or []]
         if revision is None:  # the closing line never came: the answer is cut short
             raise GrantlogError([error("bad-response", f"the answer of {path} ended before "
                                        "its closing line", _SERVER)])
         self._seen(revision)
-        return Answers(out, revision)
+        return Answers(out, revision, tuple(warnings))
 
     def list(self, subject: str, operation: str, type: str | None = None,
-             within: str | None = None, at_least: int | None = None) -> Answers[ir.Value]:
+             within: str | None = None, at_least: int | None = None,
+             strict: bool = False) -> Answers[ir.Value]:
+        arguments.question(arguments.LISTED[:4], (subject, operation, type, within), at_least,
+                           2)
         body: dict[str, Any] = {"subject": subject, "operation": operation,
                                 "at_least_revision": self._at_least(at_least)}
         if type is not None:
             body["type"] = type
         if within is not None:
             body["within"] = within
-        return self._stream("/v1/list", body, "resource")
+        return self._stream("/v1/list", body | _strict(strict), "resource")
 
     def filter(self, subject: str, operation: str, type: str | None = None,
                sql: str | None = None, layout: Mapping[str, str] | None = None,
-               at_least: int | None = None) -> dict[str, Any]:
+               at_least: int | None = None, strict: bool = False) -> dict[str, Any]:
         """The data filter (``Reasoner.filter``): ``{"condition": ..., "revision": N}``, and
         ``"sql"`` (a WHERE condition) when ``sql`` names a dialect and ``layout`` describes
-        the catalog table (docs/filters.md)."""
+        the catalog table (docs/filters.md); ``"warnings"`` when it admits nothing because
+        of an unknown constant (``strict``: that is an error)."""
+        arguments.question(arguments.FILTERED, (subject, operation, type), at_least, 1)
+        arguments.optional_text("sql", sql, "name a dialect, e.g. `sql=\"postgres\"`")
+        if layout is not None:
+            arguments.texts("layout", layout)
         body: dict[str, Any] = {"subject": subject, "operation": operation,
                                 "at_least_revision": self._at_least(at_least)}
         if type is not None:
             body["type"] = type
         if sql is not None or layout is not None:
             body["sql"], body["layout"] = sql, dict(layout or {})
-        got = self._post("/v1/filter", body)
+        got = self._post("/v1/filter", body | _strict(strict))
         self._seen(got["revision"])
         return dict(got)
 
     def who(self, operation: str, resource: str,
-            at_least: int | None = None) -> Answers[ir.Value]:
+            at_least: int | None = None, strict: bool = False) -> Answers[ir.Value]:
+        arguments.question(("operation", "resource"), (operation, resource), at_least)
         return self._stream("/v1/who", {"operation": operation, "resource": resource,
-                                        "at_least_revision": self._at_least(at_least)},
-                            "subject")
+                                        "at_least_revision": self._at_least(at_least)}
+                            | _strict(strict), "subject")
 
     def explain(self, goal: str) -> RemoteExplanation:
+        arguments.goal(goal)
         body = self._post("/v1/explain", {"goal": goal,
                                           "at_least_revision": self._at_least(None)})
         self._seen(int(body.get("revision", 0)))
@@ -319,7 +368,9 @@ class Client(Writes):
         """Inserts and retracts sent as one write when the block ends (nothing is sent if it
         raises); ``tx.changes`` holds the watched relations' changes (default: the server's
         watched relations), ``tx.revision`` the revision made."""
-        tx = Transaction()
+        names = None if isinstance(watch, str) and watch == "all" else arguments.watch_names(watch)
+        arguments.optional_int("if_revision", if_revision)
+        tx = Transaction(constants=True)
         yield tx
         body: dict[str, Any] = {
             "insert": {r: [list(row) for row, p in ops.items() if p]
@@ -327,7 +378,7 @@ class Client(Writes):
             "retract": {r: [list(row) for row, p in ops.items() if not p]
                         for r, ops in tx.ops.items()}}
         if watch:
-            body["watch"] = [watch] if isinstance(watch, str) else list(watch)
+            body["watch"] = [watch] if names is None else list(names)
         if if_revision is not None:
             body["if_revision"] = if_revision
         got = self._post("/v1/write", body, expected=if_revision)
@@ -343,6 +394,8 @@ class Client(Writes):
         """Each transaction's gained and lost rows of a watched relation, as they happen:
         ``{"revision", "relation", "gained", "lost"}`` (an endless iterator); a replaced
         policy comes as ``{"policy": HASH, "revision"}``."""
+        arguments.optional_int("since", since)
+        arguments.optional_text("relation", relation)
         params: dict[str, Any] = {"format": "ndjson"}
         if since is not None:
             params["since"] = since
@@ -354,6 +407,7 @@ class Client(Writes):
 
     def policy(self, sources: bool = False) -> dict[str, Any]:
         """The served rule files and their hash (``GET /v1/policy``; with their texts)."""
+        arguments.flag("sources", sources)
         got: dict[str, Any] = self._call("GET", "/v1/policy",
                                          params={"sources": "true"} if sources else None)
         return got
@@ -365,13 +419,13 @@ class Client(Writes):
         (so their imports of one another resolve). Raises :class:`GrantlogError` with the
         server's diagnostics, rendered against these texts, if the rules do not compile; the
         old policy then keeps serving."""
+        arguments.optional_text("if_hash", if_hash)
         if isinstance(files, Mapping):
-            texts = dict(files)
+            texts = arguments.texts("files", files)
         else:
-            paths = [os.path.abspath(p) for p in files]
+            paths = [os.path.abspath(p) for p in arguments.paths(files, "files")]
             base = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else ""
-            texts = {os.path.relpath(p, base).replace(os.sep, "/"):
-                     open(p, encoding="utf-8").read() for p in paths}  # noqa: SIM115
+            texts = {os.path.relpath(p, base).replace(os.sep, "/"): _read(p) for p in paths}
         body: dict[str, Any] = {"files": texts}
         if if_hash is not None:
             body["if_hash"] = if_hash

@@ -46,6 +46,7 @@ from sqlglot import exp
 
 from grantlog.engine.answer.conditions import Cond
 from grantlog.engine.answer.residual import Residual, RowFilter
+from grantlog.engine.core import arguments
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from grantlog.tomlfile import read_toml
 
@@ -78,6 +79,7 @@ class Layout:
 
     @staticmethod
     def load(path: str | Path) -> Layout:
+        arguments.instance("path", path, (str, Path), "a layout file's path")
         data = read_toml(path, "bad-layout", "the layout")
         return Layout.from_dict(data, Span(str(path), 0, 0, 0, 0))
 
@@ -85,6 +87,7 @@ class Layout:
     def from_dict(data: Any, where: Span | None = None) -> Layout:
         """A layout from its fields (a layout file's, a request's), checked (``bad-layout``).
         An optional field may be given as null (JSON)."""
+        arguments.instance("where", where, Span, "a `Span` or None", optional=True)
         where = where or Span("<layout>", 0, 0, 0, 0)
         known = set(Layout.__dataclass_fields__)
         if not isinstance(data, dict):
@@ -140,7 +143,7 @@ def bad_layout(problems: list[str], where: Span) -> GrantlogError:
 
 
 def check_dialect(dialect: str) -> None:
-    if dialect not in DIALECTS:
+    if not isinstance(dialect, str) or dialect not in DIALECTS:
         raise GrantlogError([error("bad-option", f"`{dialect}` is not one of "
                                    f"{', '.join(DIALECTS)}", Span("<options>", 0, 0, 0, 0))])
 
@@ -290,13 +293,24 @@ class _Render:
         return self.col(lay.id).isin(query=q)
 
 
+def _rendered(residual: object, layout: object, dialect: object,
+              kind: type = Residual) -> None:
+    """The arguments of a renderer (``bad-argument``, ``bad-option``)."""
+    arguments.instance("residual" if kind is Residual else "f", residual, kind,
+                       f"a `{kind.__name__}` (`Reasoner.filter` returns one)")
+    arguments.instance("layout", layout, Layout, "a `Layout` (`Layout.load(path)`)")
+    check_dialect(dialect)  # type: ignore[arg-type]
+
+
 def to_sql(residual: Residual, layout: Layout, dialect: str = "postgres") -> str:
     """The residual as a WHERE condition over ``layout`` in ``dialect``."""
+    _rendered(residual, layout, dialect)
     return _Render(layout, dialect, residual.chains).cond(residual.cond).sql(dialect=dialect)
 
 
 def select_sql(residual: Residual, layout: Layout, dialect: str = "postgres") -> str:
     """``SELECT id FROM table WHERE <the residual>``."""
+    _rendered(residual, layout, dialect)
     r = _Render(layout, dialect, residual.chains)
     q = exp.select(r.col(layout.id)).from_(layout.table_ref()).where(r.cond(residual.cond))
     return q.sql(dialect=dialect)
@@ -312,6 +326,7 @@ def _cells_only(c: Cond) -> bool:
 
 def row_filter_sql(f: RowFilter, dialect: str = "trino") -> str:
     """A row filter as a condition over the table's columns, in ``dialect``."""
+    _rendered(f, Layout(table="t"), dialect, RowFilter)
     if not _cells_only(f.cond):
         raise layout_error("the row filter says something of the row other than its cells")
     return _Render(Layout(table="t"), dialect).cond(f.cond).sql(dialect=dialect)
@@ -326,7 +341,7 @@ _STRINGS = ("varchar", "char", "text", "string", "character varying")
 
 def strongest_mask(masks: Any) -> str | None:
     """The mask a column gets when several apply (None: no known mask among them)."""
-    have = set(masks)
+    have = set(arguments.names(masks, "masks", "hold mask names (strings)"))
     known = [m for m in MASKS if m in have]
     return known[0] if known else None
 
@@ -342,6 +357,7 @@ def mask_sql(mask: str, column: str, dialect: str = "trino",
     if not isinstance(column, str) or not column or "\x00" in column:
         raise GrantlogError([error("bad-option", f"{column!r} cannot be a column's name (a "
                                    "non-empty string without NUL)", Span("<mask>", 0, 0, 0, 0))])
+    arguments.optional_text("column_type", column_type)
     stringy = column_type is None or column_type.lower().split("(")[0].strip() in _STRINGS
     col = exp.column(_ident(column))
     stars = exp.Literal.string("****")

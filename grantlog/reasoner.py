@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from grantlog import engine
-from grantlog.engine.core import backends, ir
+from grantlog.engine.core import arguments, backends, ir
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 if TYPE_CHECKING:
@@ -25,12 +25,14 @@ class Reasoner(engine.Reasoner):
     transactions of other processes on the same store are followed from its change log
     (``follow=False`` follows only on demand: :meth:`sync`, ``at_least=``). See
     grantlog/store/journal.py. ``verify=True`` checks the store against its change log
-    first and refuses a corrupt one (``store-corrupt``; grantlog/store/verify.py).
+    first and refuses a corrupt one (``store-corrupt``; grantlog/store/verify.py). A store URL
+    that names no store is refused (``store-not-found``) unless ``create=True`` creates it.
     """
 
     def __new__(cls, program: ir.Program, watch: Iterable[str] | str = (),
                 backend: str = backends.MEMORY, store: str | Store | None = None,
-                follow: bool = True, verify: bool = False) -> Any:
+                follow: bool = True, verify: bool = False, create: bool = False) -> Any:
+        _check_arguments(program, backend, store, follow=follow, verify=verify, create=create)
         if backend == backends.MEMORY:
             return super().__new__(cls)
         if store is not None:
@@ -41,7 +43,7 @@ class Reasoner(engine.Reasoner):
 
     def __init__(self, program: ir.Program, watch: Iterable[str] | str = (),
                  backend: str = backends.MEMORY, store: str | Store | None = None,
-                 follow: bool = True, verify: bool = False) -> None:
+                 follow: bool = True, verify: bool = False, create: bool = False) -> None:
         #: the store holding the base facts (None: they live in memory only)
         self.store: Store | None = None
         self._follower: Follower | None = None
@@ -52,7 +54,7 @@ class Reasoner(engine.Reasoner):
         from grantlog.store.journal import StoreJournal
 
         if isinstance(store, str):
-            st = open_store(store, program, verify=verify)
+            st = open_store(store, program, create=create, verify=verify)
         else:
             st = store
             if verify:
@@ -80,7 +82,11 @@ class Reasoner(engine.Reasoner):
         them; see grantlog/store/ingest.py) as one transaction; returns its changes."""
         from grantlog.store import ingest
 
-        data = ingest.read(paths, self.program, relation)
+        found = [str(p) for p in arguments.paths(paths)]
+        if relation is not None:
+            arguments.relation(self.program, relation)
+        arguments.relation_names(self.program, watch)
+        data = ingest.read(found, self.program, relation)
         with self.transaction(watch) as tx:
             for rel, rows in data.items():
                 tx.insert(rel, rows)
@@ -98,3 +104,18 @@ class Reasoner(engine.Reasoner):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_arguments(program: object, backend: object, store: object, **flags: object) -> None:
+    """The constructor's arguments (``bad-argument``): a compiled program, a backend's name,
+    a store's URL or an open store, and flags (``watch`` is checked with the program)."""
+    arguments.program(program)
+    arguments.text("backend", backend, "name a backend, e.g. `backend=\"memory\"`")
+    for name, value in flags.items():
+        arguments.flag(name, value)
+    if store is None or isinstance(store, str):
+        return
+    from grantlog.store import Store
+
+    arguments.instance("store", store, Store, "a store URL (`\"sqlite:///facts.db\"`) or an "
+                       "open store")

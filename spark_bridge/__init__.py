@@ -34,10 +34,11 @@ def read_inputs(
     spark: Any, program: Program, specs: list[InputSpec] | Mapping[str, Any] | str
 ) -> dict[str, Any]:
     """Input DataFrames from specs, a mapping ``rel -> {path, format, columns}`` or a mapping
-    file (JSON/TOML); every problem with every input is reported together as ``bad-input``."""
+    file (JSON/TOML); every problem with every input is reported together: ``bad-input`` for
+    a file that does not fit its relation, ``bad-fact`` at ``file:line`` for a malformed row."""
     from grantlog.grammar.diagnostics import GrantlogError
 
-    from . import schema
+    from . import rowcheck, schema
 
     if not isinstance(specs, list):
         specs = load_mapping(specs)
@@ -55,6 +56,8 @@ def read_inputs(
                                             f"({where}): {first}"))
             continue
         found = schema.check_input(program, spec.rel, df, where)
+        if not found or spec.format == "json":  # malformed rows at file:line (rowcheck.py)
+            found = rowcheck.check_rows(spark, program, spec, df) or found
         if found:
             diags += found
             continue

@@ -2,14 +2,17 @@
 
 ::
 
-    grantlog spark run --rules FILE... [--input REL=PATH[:FORMAT]]... [--inputs MAPPING]
+    grantlog spark run [--model NAME] [FILE ...] [--facts FILE]... [--json]
+                       [--input REL=PATH[:FORMAT]]... [--inputs MAPPING]
                        --output DIR [-r REL]... [--goal ATOM [--where LITERALS]]
                        [--master URL] [--conf KEY=VALUE]... [--with-reasons]
                        [--explain-plan] [--closure auto|doubling|graphframes|semi-naive]
                        [--max-iterations N] [--broadcast-rows N] [--checkpoint-dir DIR]
                        [--filters OPERATION [--type T] (--subject S | --subjects-from REL)]
 
-Writes each chosen relation (default: every derived relation; with ``--goal``, the goal's
+The rules are read as by every command (grantlog/cli/inputs.py): ``--model``, the FILE
+arguments (``--rules FILE``, repeatable, is the same), then ``--facts``. Writes each chosen
+relation (default: every derived relation; with ``--goal``, the goal's
 answers) to ``DIR/<rel>/`` as Parquet and prints progress per stratum and iteration (rows,
 seconds) on stderr. ``--goal 'allowed(U, load_table, T)' --where 'catalog_of(T, "m1.c1")'``
 computes only those rows of ``allowed`` (the program rewritten for the goal, engine/plan/magic.py)
@@ -23,6 +26,7 @@ with the catalog later. Exit codes as the main CLI: 0 success, 2 a user error
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -31,18 +35,28 @@ from pathlib import Path
 from typing import Any
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="grantlog spark", description="bulk evaluation on Spark")
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="evaluate rule files on Spark and write the results")
-    r.add_argument("--rules", nargs="+", required=True, metavar="FILE",
-                   help="rule and fact files (directories: their .gl files)")
+def add_parser(sub: Any) -> None:
+    """Register ``spark run`` with the main command line (grantlog/cli/main.py): the rule
+    inputs as every command takes them (``--model``, FILE..., ``--facts``;
+    grantlog/cli/inputs.py), ``-r`` for ``--relation`` and ``--json`` as everywhere."""
+    from grantlog.cli.inputs import HELP_STRICT, add_inputs, add_json
+
+    p = sub.add_parser("spark", help="bulk evaluation on Spark (see `grantlog spark run -h`)",
+                       description="bulk evaluation on Spark")
+    ssub = p.add_subparsers(dest="spark_command", required=True, metavar="COMMAND")
+    r = ssub.add_parser("run", help="evaluate rule files on Spark and write the results",
+                        description="evaluate rule files on Spark and write each relation "
+                        "(or each subject's data filter) as Parquet")
+    add_inputs(r, store=False)
+    r.add_argument("--rules", action="append", default=[], metavar="FILE",
+                   help="a rule file, as a FILE argument (repeatable)")
     r.add_argument("--input", action="append", default=[], metavar="REL=PATH[:FORMAT]",
                    help="rows of a base relation (parquet, csv with a header, json lines)")
     r.add_argument("--inputs", metavar="MAPPING",
                    help="a JSON or TOML file: relation -> {path, format, columns, header}")
-    r.add_argument("--output", required=True, metavar="DIR", help="Parquet output directory")
-    r.add_argument("-r", "--relation", action="append", default=[], metavar="REL",
+    r.add_argument("--output", "-o", required=True, metavar="DIR",
+                   help="Parquet output directory")
+    r.add_argument("--relation", "-r", action="append", default=[], metavar="REL",
                    help="relation to write (repeatable; default: every derived relation)")
     r.add_argument("--goal", metavar="ATOM",
                    help="compute only the rows of one relation matching ATOM, e.g. "
@@ -59,44 +73,54 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--explain-plan", action="store_true",
                    help="print each rule's join plan and Spark's physical plan of the outputs")
     r.add_argument("--closure", default="auto",
-                   choices=["auto", "doubling", "graphframes", "semi-naive"])
-    r.add_argument("--max-iterations", type=int, default=10_000)
-    r.add_argument("--broadcast-rows", type=int, default=100_000)
-    r.add_argument("--checkpoint-dir", help="Spark checkpoint directory (default: a temp dir)")
-    r.add_argument("--strict", action="store_true", help="unknown relations are errors")
+                   choices=["auto", "doubling", "graphframes", "semi-naive"],
+                   help="how transitive closures are computed (default auto: by shape)")
+    r.add_argument("--max-iterations", type=int, default=10_000, metavar="N",
+                   help="stop a recursive stratum after N iterations (iteration-limit)")
+    r.add_argument("--broadcast-rows", type=int, default=100_000, metavar="N",
+                   help="broadcast a join's side with at most N rows (default 100000)")
+    r.add_argument("--checkpoint-dir", metavar="DIR",
+                   help="Spark checkpoint directory (default: a temp dir)")
+    r.add_argument("--strict", action="store_true", help=HELP_STRICT)
+    add_json(r, "print a JSON summary on stdout: what was written where, and the time taken")
     f = r.add_argument_group("filters in bulk (instead of every subject-resource pair)")
     f.add_argument("--filters", metavar="OPERATION",
                    help="write each subject's data filter for OPERATION to DIR/filters/ "
                         "(subject, operation, type, revision, condition JSON, error)")
-    f.add_argument("--type", dest="resource_type", metavar="TYPE",
+    f.add_argument("--type", "-t", dest="resource_type", metavar="TYPE",
                    help="only resources of this type (with --filters)")
     f.add_argument("--subject", action="append", default=[], metavar="S",
                    help="a subject to filter for (repeatable)")
     f.add_argument("--subjects-from", metavar="REL[:COLUMN]",
                    help="every value of a column (default 0) of a base relation, e.g. "
                         "metalake_user")
-    return p
-
-
-def add_parser(sub: Any) -> None:
-    """Register ``spark`` with the main command line for its help listing: ``grantlog spark
-    ...`` is handed to :func:`main` before the main parser runs (this parser reads the rest)."""
-    sub.add_parser("spark", help="bulk run on Spark (see `grantlog spark run -h`)",
-                   add_help=False)
+    r.set_defaults(fn=cmd_run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; ``argv`` are the arguments after ``spark``."""
+    """``grantlog spark ...`` alone: ``argv`` are the arguments after ``spark``."""
+    from grantlog.cli.parser import Parser
+
+    parser = Parser(prog="grantlog")
+    add_parser(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    args = parser.parse_args(["spark", *(sys.argv[1:] if argv is None else argv)])
+    code: int = args.fn(args)
+    return code
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``grantlog spark run``."""
     from grantlog.engine import compile_program
     from grantlog.grammar.diagnostics import GrantlogError
 
-    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    from grantlog.cli.inputs import rule_files
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
     try:
-        program = compile_program(paths=args.rules, strict=args.strict)
+        program = compile_program(paths=rule_files(args, [*args.rules, *args.files]),
+                                  strict=args.strict)
         for w in program.warnings:
             say(w.render(program.sources))
         from . import read_inputs, run
@@ -155,6 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             df.write.mode("overwrite").parquet(str(out / rel))
             say(f"wrote {rel} -> {out / rel} ({time.perf_counter() - t1:.2f} s)")
         say(f"done in {time.perf_counter() - t0:.1f} s")
+        if args.json:
+            print(json.dumps({"output": str(out), "relations": {r: str(out / r) for r in names},
+                              "seconds": round(time.perf_counter() - t0, 3)}))
         return 0
     except GrantlogError as err:
         say(str(err))
@@ -169,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _filters(args: argparse.Namespace, program: Any, spark: Any, inputs: dict[str, Any],
              say: Any, t0: float) -> int:
     """``--filters``: each subject's filter, written to ``DIR/filters/``."""
-    from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
+    from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error, plural
 
     from .filters import bulk_filters
 
@@ -192,7 +219,7 @@ def _filters(args: argparse.Namespace, program: Any, spark: Any, inputs: dict[st
     if not subjects:
         raise GrantlogError([error("bad-option", "`--filters` needs subjects: `--subject S` "
                                    "or `--subjects-from REL`", NO_SPAN)])
-    say(f"filters of {len(subjects):,} subjects for `{args.filters}`")
+    say(f"filters of {plural(len(subjects), 'subject')} for `{args.filters}`")
     df = bulk_filters(program, spark, facts, subjects, args.filters, args.resource_type)
     out = Path(args.output) / "filters"
     t1 = time.perf_counter()
@@ -200,8 +227,12 @@ def _filters(args: argparse.Namespace, program: Any, spark: Any, inputs: dict[st
     written = spark.read.parquet(str(out))
     refused = written.where("error IS NOT NULL").count()
     say(f"wrote filters -> {out} ({time.perf_counter() - t1:.2f} s; {refused} of "
-        f"{len(subjects)} subjects without a filter, see the error column)")
+        f"{plural(len(subjects), 'subject')} without a filter, see the error column)")
     say(f"done in {time.perf_counter() - t0:.1f} s")
+    if args.json:
+        print(json.dumps({"output": str(Path(args.output)), "filters": str(out),
+                          "subjects": len(subjects), "without_filter": refused,
+                          "seconds": round(time.perf_counter() - t0, 3)}))
     return 0
 
 
@@ -215,7 +246,10 @@ def _session(master: str, checkpoint_dir: str | None,
                .config("spark.ui.showConsoleProgress", "false"))
     for key, value in conf:
         builder = builder.config(key, value)
+    fresh = SparkSession.getActiveSession() is None
     spark = builder.getOrCreate()
+    if fresh:  # no Java stack traces of failed tasks on stderr (a shared session keeps its own)
+        spark.sparkContext.setLogLevel("ERROR")
     if checkpoint_dir:
         spark.sparkContext.setCheckpointDir(checkpoint_dir)
     return spark

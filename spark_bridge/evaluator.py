@@ -40,7 +40,7 @@ from grantlog.engine.core import ir
 from grantlog.engine.core.terms import compare, is_anon
 from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan
 from grantlog.engine.plan.magic import Demand, demand
-from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
+from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error, plural
 
 from . import encoding, planner, schema
 from .closure import closure_shape, doubling, graphframes_status
@@ -191,7 +191,7 @@ class _Run:
             n = None
             if self.broadcast_rows > 0:
                 n = df.count()
-                self.progress(f"input {rel}: {n} rows")
+                self.progress(f"input {rel}: {plural(n, 'row')}")
         if n is not None and rel not in self.program.derived:
             self.sizes[rel] = n  # derived relations get theirs when materialized
         return df if df is not None else self._empty(arity)
@@ -352,7 +352,7 @@ class _Run:
             report = self._recursive(st) if st.recursive else self._plain(st)
             report.seconds = time.perf_counter() - t0
             self.reports.append(report)
-            rows = "lazy" if report.rows is None else f"{report.rows} rows"
+            rows = "lazy" if report.rows is None else plural(report.rows, "row")
             self.progress(f"stratum {st.index} [{', '.join(st.relations)}] {report.strategy}: "
                           f"{rows}, {report.iterations} iteration(s), {report.seconds:.2f} s")
 
@@ -442,7 +442,7 @@ class _Run:
             def say(k: int, n: int) -> None:
                 counted[0] += n
                 self.progress(f"stratum {st.index} [{shape.rel}] {strategy} round {k}: "
-                              f"+{n} rows")
+                              f"+{plural(n, 'row')}")
 
             total, rounds = doubling(
                 self.full[shape.edge], self.materialize, say, self.max_iterations,
@@ -699,8 +699,9 @@ def run(
     d = demand(program, goal, where, restrict=restrict, keep=full_on_spark(program, inputs))
     if progress:
         progress(f"demand: `{goal}`" + (f" where `{where}`" if where else "")
-                 + f" -> {len(d.program.rules)} rules over {len(d.program.relations)} "
-                 f"relations ({len(d.magic)} magic), answers in `{d.answer}`")
+                 + f" -> {plural(len(d.program.rules), 'rule')} over "
+                 f"{plural(len(d.program.relations), 'relation')} ({len(d.magic)} magic), "
+                 f"answers in `{d.answer}`")
     used = {rel: df for rel, df in inputs.items() if rel in d.program.relations}
     r = _Run(d.program, spark, used, with_reasons=with_reasons,
              closure_strategy=closure, max_iterations=max_iterations,

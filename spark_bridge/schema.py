@@ -226,6 +226,11 @@ def spark_type_name(dtype: Any) -> str | None:
     return None
 
 
+def csv_header(spec: InputSpec) -> bool:
+    """Whether a CSV input's first line is a header (default: unless ``columns`` name them)."""
+    return spec.header if spec.header is not None else spec.columns is None
+
+
 def read_spec(spark: Any, program: ir.Program, spec: InputSpec) -> Any:
     """A DataFrame for an input spec (not checked yet; reading a schema may touch the files)."""
     from pyspark.sql import types as T
@@ -239,7 +244,7 @@ def read_spec(spark: Any, program: ir.Program, spec: InputSpec) -> Any:
         schema = T.StructType([
             T.StructField(n, T.LongType() if t == "int" else T.StringType())
             for n, t in zip(names, types, strict=True)])
-        header = spec.header if spec.header is not None else spec.columns is None
+        header = csv_header(spec)
         if header and spec.columns is None:
             # the header names the columns: check them (reads the first line) before typing
             found = reader.option("header", True).csv(spec.path).columns

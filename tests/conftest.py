@@ -2,6 +2,9 @@
 
 Goldens: set ``GRANTLOG_UPDATE_GOLDENS=1`` to rewrite expected files, then review the diff.
 Hypothesis: ``HYPOTHESIS_PROFILE=ci`` (set by .ci/run) or ``dev`` (default).
+The long profile (``make test-long``: ``GRANTLOG_LONG=1``) also runs the tests marked
+``slow`` and more examples of the slowest property tests (:data:`LONG`); ``make test`` leaves
+them out (reported as deselected) to keep the suite near its time budget.
 """
 
 from __future__ import annotations
@@ -29,6 +32,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_DIR = ROOT / "tests" / "golden"
 UPDATE = os.environ.get("GRANTLOG_UPDATE_GOLDENS") == "1"
+#: the long local profile: `slow` tests run, the slowest property tests take more examples
+LONG = os.environ.get("GRANTLOG_LONG") == "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Outside the long profile, leave out the tests marked ``slow`` (deselected, so the
+    summary counts them; ``make test-long`` runs them)."""
+    if LONG or config.getoption("-m"):
+        return
+    slow = [i for i in items if i.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [i for i in items if not i.get_closest_marker("slow")]
 
 
 T = TypeVar("T")
@@ -117,8 +133,13 @@ def pg_server() -> Iterator[Any]:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh, empty store of each kind: the store suite runs against both."""
+    """A fresh, empty store of each kind (created: opening a store that does not exist is
+    `store-not-found`): the store suite runs against both."""
+    from grantlog.store import open_store
+
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'facts.db'}"
-    server = request.getfixturevalue("pg_server")
-    return str(server.schema_url())
+        url = f"sqlite:///{tmp_path / 'facts.db'}"
+    else:
+        url = str(request.getfixturevalue("pg_server").schema_url())
+    open_store(url, create=True).close()
+    return url

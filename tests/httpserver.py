@@ -21,7 +21,7 @@ def free_port() -> int:
 
 def serve(tmp: Path, *extra: str, env: dict[str, str] | None = None,
           preexec_fn: Callable[[], None] | None = None, ready: str = "/healthz",
-          timeout: float = 60,
+          timeout: float = 60, cwd: Path | None = None,
           ) -> tuple[subprocess.Popen[bytes], str]:
     """``grantlog serve --port P *extra``, once it answers ``ready`` (/healthz) within
     ``timeout`` seconds; its stderr goes to a file in ``tmp`` (shown if it dies while
@@ -32,7 +32,8 @@ def serve(tmp: Path, *extra: str, env: dict[str, str] | None = None,
     proc = subprocess.Popen(
         [sys.executable, "-m", "grantlog.cli", "serve", "--port", str(port), *extra],
         stdout=subprocess.DEVNULL, stderr=open(log, "wb"),  # noqa: SIM115
-        env={**os.environ, "GRANTLOG_TOKENS": "", **(env or {})}, preexec_fn=preexec_fn)
+        env={**os.environ, "GRANTLOG_TOKENS": "", **(env or {})}, preexec_fn=preexec_fn,
+        cwd=cwd)  # ``cwd``: the server's working directory (default: the tests')
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

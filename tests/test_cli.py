@@ -136,7 +136,8 @@ def test_every_command_group_registers_its_commands(
               if line.startswith("    ") and not line.startswith("     ")}
     assert listed == {
         "eval", "query", "explain", "check", "test", "fmt", "lint", "lsp", "models", "list",
-        "filter", "who", "import", "spark", "store", "serve", "logs", "diff", "plan"}
+        "filter", "who", "import", "spark", "store", "serve", "logs", "diff", "plan",
+        "completion"}
 
 
 def test_list_who_on_a_shipped_model(capsys: pytest.CaptureFixture[str]) -> None:

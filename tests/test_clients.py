@@ -162,7 +162,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = f"sqlite:///{tmp / 'facts.db'}"
     from grantlog.cli import main
 
-    assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
+    assert main(["store", "load", store, FACTS, "--rules", RULES, "--create"]) == 0
     (tmp / "tokens").write_text(f"{READ} check\n{WRITE} check,write\n")
     proc, url = serve(tmp, RULES, "--store", store, "--tokens", str(tmp / "tokens"),
                       "--watch", "allowed")

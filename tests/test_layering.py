@@ -60,7 +60,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("library", ("grantlog.spark_bridge", "grantlog.reasoner", "grantlog.client",
                  "grantlog.filters", "grantlog.store", "grantlog.interop", "grantlog.tomlfile")),
     ("public API", ("grantlog",)),  # `import grantlog`: the package's own names
-    ("front ends", ("grantlog.cli", "grantlog.service", "grantlog.lsp")),
+    ("front ends", ("grantlog.cli", "grantlog.service", "grantlog.lsp",
+                    # the command lines of the store and of Spark, built with grantlog.cli's
+                    "grantlog.store.cli", "grantlog.spark_bridge.cli")),
 ]
 
 #: rule (c): who is a front end, and what of the engine it may import

@@ -37,6 +37,7 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import LONG
 from grantlog.grammar.diagnostics import GrantlogError
 from httpserver import serve, stop
 from hypothesis import HealthCheck, given, settings
@@ -303,7 +304,8 @@ def _program() -> Any:
     return _PROGRAM[0]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40 if LONG else 12, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(world=worlds())
 def test_row_filters_and_masks_in_sqlite_and_postgres(world: dict[str, Any],
                                                       pg_server: Any) -> None:

@@ -33,7 +33,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     store = f"sqlite:///{tmp / 'facts.db'}"
     from grantlog.cli import main
 
-    assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
+    assert main(["store", "load", store, FACTS, "--rules", RULES, "--create"]) == 0
     (tmp / "tokens").write_text(f"# tokens\n{READ} check\n{WRITE} check,write\n")
     proc, url = serve(tmp, RULES, "--store", store, "--tokens", str(tmp / "tokens"),
                        "--max-batch", "100", "--max-body", "200000", "--watch", "allowed")
@@ -288,7 +288,7 @@ def test_several_workers_share_the_store(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'w.db'}"
     from grantlog.cli import main
 
-    assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
+    assert main(["store", "load", store, FACTS, "--rules", RULES, "--create"]) == 0
     proc, url = serve(tmp_path, RULES, "--store", store, "--workers", "2",
                        "--allow-unauthenticated-writes")
     try:
@@ -433,7 +433,7 @@ def test_decision_logs_and_their_replay(tmp_path: Path,
     store = f"sqlite:///{tmp_path / 'log.db'}"
     from grantlog.cli import main
 
-    assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
+    assert main(["store", "load", store, FACTS, "--rules", RULES, "--create"]) == 0
     capsys.readouterr()
     log = tmp_path / "decisions.jsonl"
     proc, url = serve(tmp_path, RULES, "--store", store, "--decision-log", str(log))
@@ -485,7 +485,7 @@ def test_a_killed_worker_loses_no_acknowledged_write(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'kill.db'}"
     from grantlog.cli import main
 
-    assert main(["store", "load", store, FACTS, "--rules", RULES]) == 0
+    assert main(["store", "load", store, FACTS, "--rules", RULES, "--create"]) == 0
     proc, url = serve(tmp_path, RULES, "--store", store, "--workers", "2",
                        "--allow-unauthenticated-writes")
     acked: list[str] = []

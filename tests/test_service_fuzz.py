@@ -114,7 +114,7 @@ class Live:
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     tmp = tmp_path_factory.mktemp("fuzz")
     store = f"sqlite:///{tmp / 'facts.db'}"
-    assert cli_main(["store", "load", store, FACTS, "--rules", RULES]) == 0
+    assert cli_main(["store", "load", store, FACTS, "--rules", RULES, "--create"]) == 0
     tokens = tmp / "tokens"
     tokens.write_text(f"{READ} check\n{WRITE} check,write\n{ADMIN} admin\n")
     tokens.chmod(0o600)

@@ -37,7 +37,7 @@ def _store(tmp: Path) -> str:
     store = f"sqlite:///{tmp / 'facts.db'}"
     rules = tmp / "policy.gl"
     rules.write_text(POLICY)
-    assert main(["store", "load", store, FACTS, "--rules", str(rules)]) == 0
+    assert main(["store", "load", store, FACTS, "--rules", str(rules), "--create"]) == 0
     (tmp / "tokens").write_text(f"{ADMIN} check,write,admin\n{WRITER} check,write\n")
     return store
 

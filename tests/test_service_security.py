@@ -381,14 +381,17 @@ def test_an_unknown_operation_is_reported_not_just_denied(server: dict[str, Any]
     typo = c.post("/v1/check", json={"subject": "alice", "operation": "raed",
                                      "resource": "i00001"}).json()
     assert typo["allowed"] is False
-    assert [w["code"] for w in typo["warnings"]] == ["unknown-operation"]
+    assert [w["code"] for w in typo["warnings"]] == ["unknown-constant"]
     denied = c.post("/v1/check", json={"subject": "alice", "operation": "read",
                                        "resource": "i00002"}).json()
-    assert denied["allowed"] is False and "warnings" not in denied
+    # an item no grant names can be no resource of `allowed` either: reported too (issue 27)
+    assert denied["allowed"] is False
+    assert [w["message"] for w in denied["warnings"]] == [
+        "no rule, declaration or fact has `i00002` as the resource"]
     batch = c.post("/v1/check/batch", json={"checks": [
         {"subject": "alice", "operation": "raed", "resource": "i00001"},
         {"subject": "alice", "operation": "read", "resource": "i00001"}]}).json()["results"]
-    assert [r.get("warnings", [{}])[0].get("code") for r in batch] == ["unknown-operation", None]
+    assert [r.get("warnings", [{}])[0].get("code") for r in batch] == ["unknown-constant", None]
     # an operation that arrives with the facts is known from then on
     got = c.post("/v1/write", headers={"Authorization": f"Bearer {WRITE}"},
                  json={"insert": {"grant": [["ops", "publish", "i00003"]]}})
@@ -398,7 +401,7 @@ def test_an_unknown_operation_is_reported_not_just_denied(server: dict[str, Any]
     assert later["allowed"] is False and "warnings" not in later
     with grantlog.Client(server["url"], CHECK) as client:
         d = client.check("alice", "raed", "i00001")
-        assert not d.allowed and d.warned("unknown-operation")
+        assert not d.allowed and d.warned("unknown-constant")
 
 
 def test_a_strict_server_refuses_unknown_operations(tmp_path: Path) -> None:
@@ -409,14 +412,14 @@ def test_a_strict_server_refuses_unknown_operations(tmp_path: Path) -> None:
                                                   "resource": "m1.lakehouse.sales.orders"})
         assert got.status_code == 422, got.text
         err = got.json()["error"]
-        assert err["code"] == "unknown-operation"
+        assert err["code"] == "unknown-constant"
         assert "load_table" in err["diagnostics"][0]["help"]
         got = httpx.post(url + "/v1/check", json={"subject": "alice", "operation": "load_table",
                                                   "resource": "m1.lakehouse.sales.orders"})
         assert got.status_code == 200 and got.json()["allowed"] is True
         with grantlog.Client(url) as client, pytest.raises(grantlog.GrantlogError) as info:
             client.check("alice", "load_tabel", "m1.lakehouse.sales.orders")
-        assert info.value.diagnostics[0].code == "unknown-operation"
+        assert info.value.diagnostics[0].code == "unknown-constant"
     finally:
         stop(proc)
 

@@ -112,7 +112,11 @@ def test_generated_programs_match_memory(prog: gen.Program, spark: Any) -> None:
     assert got == _memory_rows(program, rels)
 
 
-@pytest.mark.parametrize("model", [m.name for m in models()])
+# the two Gravitino models take 30-40 s each here: the long profile runs them (the goal-directed
+# Spark runs of tests/test_spark_scale.py cover them in every profile)
+@pytest.mark.parametrize("model", [
+    pytest.param(m.name, marks=pytest.mark.slow) if m.name.startswith("gravitino") else m.name
+    for m in models()])
 def test_shipped_models_match_memory(model: str, spark: Any) -> None:
     from grantlog.rules import model_path
 

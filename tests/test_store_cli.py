@@ -49,7 +49,7 @@ def test_store_lifecycle(store_url: str, tmp_path: Path,
         assert code == 0
         other = f"sqlite:///{tmp_path / f'copy_{fmt}.db'}"
         assert run(capsys, "store", "load", other, str(out_path), "--model",
-                   "gravitino")[0] == 0
+                   "gravitino", "--create")[0] == 0
         a = json.loads(run(capsys, "store", "stats", store_url, "--json")[1])["facts"]
         b = json.loads(run(capsys, "store", "stats", other, "--json")[1])["facts"]
         assert {k: v for k, v in a.items() if v} == {k: v for k, v in b.items() if v}
@@ -60,11 +60,11 @@ def test_log_shows_derived_changes(tmp_path: Path, capsys: pytest.CaptureFixture
 
     url = f"sqlite:///{tmp_path / 'log.db'}"
     program = grantlog.compile(paths=[str(ROOT / "rules" / "gravitino.gl"), str(FACTS)])
-    with grantlog.Reasoner(program, store=url, follow=False) as r:
+    with grantlog.Reasoner(program, store=url, follow=False, create=True) as r:
         r.insert("member", [("dave", "analysts")])
         r.retract("member", [("dave", "analysts")])
     code, out, _ = run(capsys, "store", "log", url, "--rules", str(ROOT / "rules/gravitino.gl"),
-                       str(FACTS), "--derived", "allowed")
+                       "--rules", str(FACTS), "--derived", "allowed")
     assert code == 0
     assert "revision 1 at" in out and "+member(dave, analysts)" in out
     gained = [x for x in out.split("revision 2")[0].splitlines() if x.startswith("    +")]
@@ -81,7 +81,7 @@ def test_import_gravitino_into_a_store(tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path / 'grav.db'}"
     code, _, err = run(capsys, "import", "gravitino", str(ROOT / "examples/gravitino/json"),
-                       "--store", url)
+                       "--store", url, "--create")
     assert code == 0 and "stored" in err and "revision 1" in err
     code, out, _ = run(capsys, "store", "stats", url, "--json")
     assert json.loads(out)["total_facts"] > 0
@@ -107,7 +107,7 @@ def test_spark_reads_a_store_dumped_to_parquet(spark: object, tmp_path: Path,
     url = f"sqlite:///{tmp_path / 'spark.db'}"
     rules = str(ROOT / "examples" / "demo" / "policy.gl")
     facts = str(ROOT / "examples" / "demo" / "facts.gl")
-    assert run(capsys, "store", "load", url, facts, "--rules", rules)[0] == 0
+    assert run(capsys, "store", "load", url, facts, "--rules", rules, "--create")[0] == 0
     out = tmp_path / "dump"
     assert run(capsys, "store", "dump", url, "--rules", rules, "-o", str(out),
                "--format", "parquet")[0] == 0

@@ -45,7 +45,8 @@ transactions = st.lists(st.lists(op(), min_size=1, max_size=4), min_size=1, max_
 
 def _run(url: str, txs: list[list[tuple[str, str, tuple[str, str]]]]) -> None:
     memory = grantlog.Reasoner(PROGRAM, watch="all")
-    with grantlog.Reasoner(PROGRAM, store=url, follow=False, watch="all") as stored, \
+    with grantlog.Reasoner(PROGRAM, store=url, follow=False, watch="all",
+                           create=True) as stored, \
             grantlog.Reasoner(PROGRAM, store=url, follow=False) as follower:
         for ops in txs:
             with memory.transaction() as mt, stored.transaction() as stx:

@@ -171,7 +171,7 @@ def test_a_changed_byte_in_a_sqlite_file(tmp_path: Path,
     silently. Verification finds it, names the fact, and refuses the store on open."""
     db = tmp_path / "facts.db"
     url = f"sqlite:///{db}"
-    assert run(capsys, "store", "load", url, FACTS, "--rules", RULES)[0] == 0
+    assert run(capsys, "store", "load", url, FACTS, "--rules", RULES, "--create")[0] == 0
     code, before, _ = run(capsys, "who", "--store", url, RULES, "load_table", ORDERS)
     assert code == 0 and len(before.split()) >= 3
     _flip(db, "rel_entity", ORDERS.encode(), len(ORDERS) - 1, ord("t"))
@@ -335,7 +335,7 @@ def test_serve_refuses_a_corrupt_store_when_asked(tmp_path: Path,
     the server before it listens (exit 2, the problem on stderr)."""
     db = tmp_path / "facts.db"
     url = f"sqlite:///{db}"
-    assert run(capsys, "store", "load", url, FACTS, "--rules", RULES)[0] == 0
+    assert run(capsys, "store", "load", url, FACTS, "--rules", RULES, "--create")[0] == 0
     tokens = tmp_path / "tokens"
     tokens.write_text("verify-token-0123456789 check\n")
     tokens.chmod(0o600)

@@ -19,7 +19,8 @@ from ..core import ir
 from ..core.hierarchy_roles import hierarchy_roles
 from ..core.results import Answers
 from ..eval.demand import DemandContext
-from .conditions import Cond, conj, disj
+from . import vocabulary
+from .conditions import FALSE, Cond, conj, disj
 from .hierarchy import Hierarchy, rollup, under_chains
 from .residual import KNOWN, SYM, Partial, Residual, RowFilter, row_relations, unsupported
 
@@ -65,10 +66,11 @@ def residual(r: Host, ctx: DemandContext, subject: str, operation: str,
 
 
 def data_filter(r: Host, subject: str, operation: str, type: str | None = None,
-                at_least: int | None = None) -> Residual:
+                at_least: int | None = None, strict: bool = False) -> Residual:
     """``Reasoner.filter``: the condition a resource must meet for ``decision(subject,
     operation, R)``; the residual's ``holds`` asks the hierarchy's roles of a known
-    resource."""
+    resource. A filter that admits nothing warns of the question's unknown constants
+    (``strict``: raises; engine/answer/vocabulary.py)."""
     if at_least is not None:
         r.wait_for(at_least)
     roles = hierarchy_roles(r.program)
@@ -78,6 +80,13 @@ def data_filter(r: Host, subject: str, operation: str, type: str | None = None,
         cond = residual(r, ctx, subject, operation, type, h)
         revision = r.revision
         chains = under_chains(cond, h) if h is not None else {}
+        # the type always (a condition on it is not false when it is a typo), the subject and
+        # the operation when the filter admits nothing
+        rel = r._decision()
+        args = vocabulary.hierarchy_args(r.program, rel, type, None)
+        if cond == FALSE:
+            args += vocabulary.decision_args(r.program, rel, (subject, operation, None))
+        found = vocabulary.settle(vocabulary.unknown(r.program, ctx, args), strict)
 
     def asked(rel: str | None, args: str, var: str, x: ir.Value) -> set[ir.Value] | None:
         """``rel(args)`` with ``x`` in the place of ``{}``: the values of ``var``."""
@@ -95,7 +104,9 @@ def data_filter(r: Host, subject: str, operation: str, type: str | None = None,
     def parents(x: ir.Value) -> set[ir.Value]:
         return asked(roles.edge, "P, {}", "P", x) or set()
 
-    return Residual(subject, operation, cond, revision, ancestors, types, parents, chains)
+    got = Residual(subject, operation, cond, revision, ancestors, types, parents, chains)
+    got.warnings = found
+    return got
 
 
 def row_filter(r: Host, subject: str, table: str, relation: str = "row_visible",

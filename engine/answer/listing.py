@@ -19,6 +19,7 @@ from ..core.index import stored_get
 from ..core.results import Answers
 from ..eval import symmetry
 from ..eval.demand import DemandContext
+from . import vocabulary
 from .filter import Host, residual
 from .hierarchy import Hierarchy, enumerate_admitted
 
@@ -50,9 +51,10 @@ def page(answers: Answers[ir.Value], after: ir.Value | None,
 def list_resources(
     r: Host, subject: str, operation: str, type: str | None = None,
     within: str | None = None, at_least: int | None = None,
-    after: ir.Value | None = None, limit: int | None = None,
+    after: ir.Value | None = None, limit: int | None = None, strict: bool = False,
 ) -> Answers[ir.Value]:
-    """``Reasoner.list`` (see its doc)."""
+    """``Reasoner.list`` (see its doc); an empty answer warns of its unknown constants
+    (``strict``: raises; engine/answer/vocabulary.py)."""
     if at_least is not None:
         r.wait_for(at_least)
     rel = r._decision()
@@ -61,7 +63,8 @@ def list_resources(
     closure = roles.need("closure", "`list(within=)`") if within is not None else None
     fast = list_filtered(r, subject, operation, type) if within is None else None
     if fast is not None:  # through the filter: walked down from what it admits
-        return page(sorted_answers(fast[0], fast[1], distinct=True), after, limit)
+        got = page(sorted_answers(fast[0], fast[1], distinct=True), after, limit)
+        return typos(r, rel, (subject, operation, None), type, within, got, strict)
     with r._read():
         ctx = r._context()
         if closure is None or within is None:
@@ -86,7 +89,22 @@ def list_resources(
                     decided += kind
             found = decided
         revision = r.revision
-    return page(sorted_answers(found, revision), after, limit)
+    got = page(sorted_answers(found, revision), after, limit)
+    return typos(r, rel, (subject, operation, None), type, within, got, strict)
+
+
+def typos(r: Host, rel: str, row: tuple[ir.Value | None, ...], type: ir.Value | None,
+          within: ir.Value | None, answers: Answers[ir.Value], strict: bool,
+          ) -> Answers[ir.Value]:
+    """``answers`` with the warnings of the question's unknown constants when it is empty
+    (engine/answer/vocabulary.py; ``strict``: raised)."""
+    if answers:
+        return answers
+    program = r.program
+    args = [*vocabulary.decision_args(program, rel, row),
+            *vocabulary.hierarchy_args(program, rel, type, within)]
+    with r._read():
+        return vocabulary.answered(program, r._context(), args, answers, strict)
 
 
 def list_filtered(r: Host, subject: str, operation: str, type: str | None,
@@ -140,7 +158,7 @@ def kinds(r: Host, ctx: DemandContext, candidates: Sequence[ir.Value],
 
 
 def who(r: Host, operation: str, resource: str,
-        at_least: int | None = None) -> Answers[ir.Value]:
+        at_least: int | None = None, strict: bool = False) -> Answers[ir.Value]:
     """``Reasoner.who``: the subjects that may perform ``operation`` on ``resource``."""
     if at_least is not None:
         r.wait_for(at_least)
@@ -148,4 +166,5 @@ def who(r: Host, operation: str, resource: str,
     with r._read():
         found = {row[0] for row in r._context().lookup(rel, (1, 2), (operation, resource))}
         revision = r.revision
-    return Answers(sorted(found, key=ir.value_key), revision)
+    got = Answers(sorted(found, key=ir.value_key), revision)
+    return typos(r, rel, (None, operation, resource), None, None, got, strict)

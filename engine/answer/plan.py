@@ -312,4 +312,4 @@ def _unfolded(rule: ir.Rule, flat: ir.Rule) -> list[str]:
 
 def _label(rule: ir.Rule) -> str:
     s = rule.span
-    return f"{rule.head} ({s.file}:{s.line})"
+    return f"{rule.head} ({s.shown_file}:{s.line})"

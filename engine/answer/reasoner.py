@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
-from ..core import ir
+from ..core import arguments, ir
 from ..core.hierarchy_roles import hierarchy_roles
 from ..core.journal import Entry, Journal, JournalReader, compacted
 from ..core.results import (
@@ -37,7 +37,7 @@ from ..plan.demand import DemandPlans
 from ..plan.join import RulePlan
 from ..plan.stats import Statistics
 from . import filter as filters
-from . import listing
+from . import listing, vocabulary
 from .conditions import Cond
 from .decide import Decider, decision_relation
 from .explain import Explanation, Limits, Prover, explain_goal
@@ -69,9 +69,8 @@ class Reasoner(Writes):
     def __init__(self, program: ir.Program, watch: Iterable[str] | str = (),
                  journal: Journal | None = None) -> None:
         """``watch``: virtual relations whose changes every transaction reports (``"all"``)."""
-        self.program = program
-        self._watch = frozenset(program.virtual if watch == "all" else
-                                ([watch] if isinstance(watch, str) else watch))
+        self.program = program = arguments.program(program)
+        self._watch = arguments.relation_names(program, watch)
         cache = program.compiled
         if "reasoner" not in cache:  # compiled once per program, shared by its reasoners
             cache["reasoner"] = (Evaluator(program), Maintainer(program), {})
@@ -145,7 +144,7 @@ class Reasoner(Writes):
     # -- updates ------------------------------------------------------------------------------
 
     def _relation(self, rel: str) -> ir.Relation:
-        return self.program.relation(rel)
+        return arguments.relation(self.program, rel)
 
     def _rows(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> list[ir.Row]:
         return self.program.writable_rows(rel, rows)
@@ -172,9 +171,9 @@ class Reasoner(Writes):
         ``tx.revision`` is the revision the transaction made (the current one when it
         changed nothing).
         """
+        names = arguments.relation_names(self.program, watch, if_revision=if_revision)
         tx = Transaction(self._rows)
         yield tx
-        names = self._watched(watch)
         tx.changes = self._commit(tx, names | self._watch, if_revision)
         tx.revision = tx.changes.revision
 
@@ -182,6 +181,7 @@ class Reasoner(Writes):
         """Trusted base facts (already checked: a store's tables) taken as they are, before
         the first read evaluates; the facts are then at ``revision``. Once evaluated, the
         rows are applied as a transaction instead."""
+        arguments.seed(rows, revision)
         with self._lock:
             initial = self._initial
             if self._db is not None or initial is None:
@@ -197,14 +197,6 @@ class Reasoner(Writes):
                     store = initial.setdefault(rel, {})
                 store.update(dict.fromkeys(rs))
             self._advance(revision)
-
-    def _watched(self, watch: Iterable[str] | str) -> frozenset[str]:
-        if watch == "all":
-            return frozenset(self.program.virtual)
-        names = frozenset([watch] if isinstance(watch, str) else watch)
-        for n in names:
-            self._relation(n)
-        return names
 
     def _commit(self, tx: Transaction, watch: frozenset[str],
                 if_revision: int | None = None) -> Changes:
@@ -313,7 +305,7 @@ class Reasoner(Writes):
         """Block until the facts are at ``revision`` or later (another thread's or process's
         transaction); ``revision-timeout`` after ``timeout`` seconds (default
         :data:`WAIT_TIMEOUT`). Returns the revision reached."""
-        if self.revision >= revision:
+        if arguments.revision(revision, timeout) <= self.revision:
             return self.revision
         end = time.monotonic() + (WAIT_TIMEOUT if timeout is None else timeout)
         pause = 0.0005
@@ -524,7 +516,7 @@ class Reasoner(Writes):
     def holds_value(self, rel: str, column: int, value: ir.Value) -> bool:
         """Whether some row of ``rel`` has ``value`` in ``column`` (an index lookup: no
         goal is compiled, so callers may ask about values they were sent)."""
-        self._relation(rel)
+        arguments.cell(self.program, rel, column, value)
         with self._read():
             return bool(self._context().lookup(rel, (column,), (value,)))
 
@@ -537,7 +529,7 @@ class Reasoner(Writes):
 
     def rows(self, rel: str) -> set[ir.Row]:
         """Every row of a relation, base or derived (a virtual one is evaluated in full)."""
-        self._relation(rel)
+        arguments.relation(self.program, rel, "rel")
         with self._read():
             return set(self._context().F[rel])
 
@@ -561,7 +553,7 @@ class Reasoner(Writes):
     def query(self, goal: str, at_least: int | None = None) -> Answers[dict[str, ir.Value]]:
         """Every binding of the goal's named variables, sorted (``.revision``: the revision
         answered at, ``at_least`` or later: see :meth:`wait_for`)."""
-        g = self._goals[goal]
+        g = self._goals[arguments.goal(goal, at_least)]
         if at_least is not None:
             self.wait_for(at_least)
         with self._read():
@@ -575,7 +567,7 @@ class Reasoner(Writes):
         """The plan :meth:`query` runs for ``goal`` now (its atoms in the order the current
         statistics choose) and the planner of the virtual relations it reaches, with those
         statistics (engine/answer/plan.py describes both)."""
-        g = self._goals[goal]
+        g = self._goals[arguments.goal(goal)]
         with self._read():
             self._context()
             return self._goals.plan(g, self._plans), self._plans
@@ -587,13 +579,13 @@ class Reasoner(Writes):
         return rel
 
     def prepare(self) -> None:
-        """Plan the decision relation's checks (and its lists and filters, which bind the
-        subject and the operation) and build the indexes they read now, rather than on the
-        first checks that need them (at 1M tables the first check of a fresh reasoner
-        otherwise takes ~0.3 s: a server calls this before it takes traffic)."""
+        """Plan the decision's checks, lists and filters and build the indexes they read now,
+        not on the first checks that need them (at 1M tables the first check of a fresh
+        reasoner otherwise takes ~0.3 s: a server calls this before it takes traffic)."""
         rel = self._decision()
         with self._read():
             ctx = self._context()
+            vocabulary.prepare(self.program, ctx, rel)  # what a denied check's typo test reads
             if rel not in self.program.virtual:
                 return
             reads = self._plans.reads(rel, (0, 1, 2)) | self._plans.reads(rel, (0, 1))
@@ -610,27 +602,30 @@ class Reasoner(Writes):
                     ctx.base_index(r, cols)
 
     def check(self, subject: str, operation: str, resource: str,
-              at_least: int | None = None) -> Decision:
+              at_least: int | None = None, strict: bool = False) -> Decision:
         """Is ``decision(subject, operation, resource)`` true? (``allowed/3`` by convention).
 
         Goal-directed: only what this one question needs is evaluated. ``reasons`` names the
         rule that decided (first), then the rules that derived its premises (one level down);
         a denial has none (``explain`` gives the why-not tree). ``revision``: the facts'
         revision it saw; ``at_least``: wait until the facts are at that revision or later
-        (SpiceDB's zedtokens; :meth:`wait_for`).
+        (SpiceDB's zedtokens). A typo's denial warns (answer/vocabulary.py); ``strict`` raises.
         """
+        arguments.question(arguments.DECIDED, (subject, operation, resource), at_least)
         if at_least is not None and at_least > self.revision:
             self.wait_for(at_least)
         rel = self._decision()
         row = (subject, operation, resource)
         with self._lock:  # what _read does, without a generator (checks are the hot path)
             try:
-                return self._decider.decide(self._context(), rel, row)
+                d = self._decider.decide(ctx := self._context(), rel, row)
+                return d if d else vocabulary.decided(self.program, ctx, rel, row, d, strict)
             except RecursionError:
                 self._too_deep()
 
     def prover(self, ctx: DemandContext) -> Prover:
         """The prover of a read's view (:meth:`view`): minimal proofs of its rows."""
+        arguments.instance("ctx", ctx, DemandContext, "a read's view (`Reasoner.view()`)")
         db = self._database()
 
         def origin(rel: str, row: ir.Row) -> Span | str | None:
@@ -644,7 +639,7 @@ class Reasoner(Writes):
     def explain(self, goal: str, limits: Limits | None = None) -> Explanation:
         """Why the goal holds (a proof tree for its first answer), or why it has no answer (a
         why-not tree, within ``limits``); see engine/answer/explain/."""
-        g = self._goals[goal]
+        g = self._goals[arguments.goal(goal, limits=(limits, Limits))]
         with self._read():
             ctx = self._context()
             return explain_goal(goal, g.rule, g.names, ctx, self.prover(ctx), limits)
@@ -652,7 +647,7 @@ class Reasoner(Writes):
     def list(
         self, subject: str, operation: str, type: str | None = None,
         within: str | None = None, at_least: int | None = None,
-        after: ir.Value | None = None, limit: int | None = None,
+        after: ir.Value | None = None, limit: int | None = None, strict: bool = False,
     ) -> Answers[ir.Value]:
         """The resources ``subject`` may perform ``operation`` on, sorted; with ``type``, only
         resources of that type (in the relation declared ``@hierarchy(type)``: the prelude's
@@ -669,8 +664,10 @@ class Reasoner(Writes):
         can tell apart (the same facts up to their own name: engine/eval/symmetry.py), sharing
         what the decisions have in common (the subject's roles, the container's grants)
         (engine/answer/listing.py)."""
+        arguments.question(arguments.LISTED, (subject, operation, type, within, after),
+                           at_least, 3, limit)
         return listing.list_resources(self, subject, operation, type, within, at_least,
-                                      after, limit)
+                                      after, limit, strict)
 
     def _residual(self, ctx: DemandContext, subject: str, operation: str,
                   type: str | None, h: Hierarchy | None = None) -> Cond:
@@ -679,12 +676,13 @@ class Reasoner(Writes):
         return filters.residual(self, ctx, subject, operation, type, h)
 
     def filter(self, subject: str, operation: str, type: str | None = None,
-               at_least: int | None = None) -> Residual:
+               at_least: int | None = None, strict: bool = False) -> Residual:
         """The condition a resource must meet for ``decision(subject, operation, R)`` to
         hold (with ``type``: and be of that type): the decision partially evaluated with
         the resource unknown (engine/answer/residual.py). ``filter-unsupported`` when a rule the
         decision reaches says something of the resource a filter cannot."""
-        return filters.data_filter(self, subject, operation, type, at_least)
+        arguments.question(arguments.FILTERED, (subject, operation, type), at_least, 1)
+        return filters.data_filter(self, subject, operation, type, at_least, strict)
 
     def row_filter(self, subject: str, table: str, relation: str = "row_visible",
                    at_least: int | None = None) -> RowFilter:
@@ -692,9 +690,11 @@ class Reasoner(Writes):
         the relation partially evaluated with the row unknown, where ``row(table, R)`` and
         ``cell(R, column, value)`` are the row's own (engine/answer/residual.py). A condition on
         cells only; ``filter-unsupported`` when a rule says more of the row."""
+        arguments.question(("subject", "table"), (subject, table), at_least)
         return filters.row_filter(self, subject, table, relation, at_least)
 
     def who(self, operation: str, resource: str,
-            at_least: int | None = None) -> Answers[ir.Value]:
+            at_least: int | None = None, strict: bool = False) -> Answers[ir.Value]:
         """The subjects that may perform ``operation`` on ``resource``, sorted."""
-        return listing.who(self, operation, resource, at_least)
+        arguments.question(("operation", "resource"), (operation, resource), at_least)
+        return listing.who(self, operation, resource, at_least, strict)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grantlog.grammar.diagnostics import GrantlogError, Span, error
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 
 from ..core import ir
 from ..core.hierarchy_roles import hierarchy_roles
@@ -617,10 +617,23 @@ class Residual:
         #: in a tree, each object the filter is "under": the ids from the root down to it
         #: (SQL over a path column then asks for a prefix, which an index answers)
         self.chains = chains or {}
+        #: what is wrong with the question (``unknown-constant``: engine/answer/vocabulary.py)
+        self.warnings: tuple[Diagnostic, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"subject": self.subject, "operation": self.operation,
                 "revision": self.revision, "condition": to_json(self.cond)}
+
+    def __repr__(self) -> str:
+        """Short: ``<Residual alice load_table at revision 3: {"under": "m1.c1"}>`` (the
+        condition as JSON, cut at 120 characters)."""
+        import json
+
+        cond = json.dumps(to_json(self.cond), ensure_ascii=False, default=str)
+        if len(cond) > 120:
+            cond = cond[:117] + "..."
+        return (f"<Residual {ir.show_value(self.subject)} {ir.show_value(self.operation)} "
+                f"at revision {self.revision}: {cond}>")
 
     def holds(self, resource: ir.Value) -> bool:
         if self._test is None:

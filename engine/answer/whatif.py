@@ -10,13 +10,13 @@ exists in only one program is empty in the other; one that exists in neither is 
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Any
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from ..core import ir
+from ..core.suggest import closest
 from .explain import Proof
 from .reasoner import Reasoner
 
@@ -90,11 +90,11 @@ def diff_programs(before: ir.Program, after: ir.Program, relation: str = "allowe
     in_after = relation in after.relations
     if not in_before and not in_after:
         known = sorted(set(before.relations) | set(after.relations))
-        close = difflib.get_close_matches(relation, known, n=1)
+        close = closest(relation, known)
         raise GrantlogError([error(
             "unknown-relation", f"relation `{relation}` exists in neither program",
             Span("<command line>", 0, 0, 0, 0),
-            f"did you mean `{close[0]}`?" if close else None)])
+            f"did you mean `{close}`?" if close else None)])
     r_before = Reasoner(before)
     r_after = Reasoner(after)
     if facts:

@@ -58,7 +58,7 @@ from pyDatalog import Logic, pyEngine, pyParser
 
 from ..answer.decide import decision_relation
 from ..compile.compiler import compile_goal
-from ..core import ir
+from ..core import arguments, ir
 from ..core.hierarchy_roles import hierarchy_roles
 from ..core.results import Change, Changes, Decision, Transaction, Writes
 from ..core.terms import lit_vars
@@ -326,9 +326,8 @@ class PyDatalogReasoner(Writes):
 
     def __init__(self, program: ir.Program, watch: Iterable[str] | str = ()) -> None:
         """``watch``: virtual relations whose changes every transaction reports (``"all"``)."""
-        self.program = program
-        self._watch = frozenset(program.virtual if watch == "all" else
-                                ([watch] if isinstance(watch, str) else watch))
+        self.program = program = arguments.program(program)
+        self._watch = arguments.relation_names(program, watch)
         self._tr = _Translator(program)
         self._lock = threading.RLock()
         self._base: dict[str, set[ir.Row]] = {r: set() for r in program.relations}
@@ -374,7 +373,7 @@ class PyDatalogReasoner(Writes):
     # -- updates --------------------------------------------------------------------------------
 
     def _relation(self, rel: str) -> ir.Relation:
-        return self.program.relation(rel)
+        return arguments.relation(self.program, rel)
 
     def _rows(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> list[ir.Row]:
         return self.program.writable_rows(rel, rows)
@@ -383,14 +382,9 @@ class PyDatalogReasoner(Writes):
     def transaction(self, watch: Iterable[str] | str = ()) -> Iterator[Transaction]:
         """A batch of inserts and retracts applied atomically when the block ends (nothing is
         applied if it raises); ``tx.changes`` as in the in-memory reasoner."""
+        names = arguments.relation_names(self.program, watch)
         tx = Transaction(self._rows)
         yield tx
-        if watch == "all":
-            names = frozenset(self.program.virtual)
-        else:
-            names = frozenset([watch] if isinstance(watch, str) else watch)
-            for n in names:
-                self._relation(n)
         tx.changes = self._commit(tx, names | self._watch)
 
     def _commit(self, tx: Transaction, watch: frozenset[str]) -> Changes:

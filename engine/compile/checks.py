@@ -6,7 +6,6 @@ Codes are stable and documented in docs/diagnostics.md.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -16,6 +15,7 @@ from grantlog.grammar.parser import ANNOTATION_ARGS, ANNOTATIONS, split_annotati
 
 from ..core.analyses import graph_nodes, sccs
 from ..core.ir import derived_relation
+from ..core.suggest import did_you_mean
 from ..core.terms import compare
 
 TYPES = ("string", "int", "any")
@@ -203,8 +203,7 @@ def check_unknown_relations(u: Unit) -> None:
         for a, _ in body_atoms(body):
             if a.rel in defined:
                 continue
-            close = difflib.get_close_matches(a.rel, sorted(defined), n=1)
-            hint = f"did you mean `{close[0]}`?" if close else (
+            hint = did_you_mean(a.rel, defined) or (
                 f"declare it with `rel {a.rel}(...)` if its facts arrive at run time")
             make = error if u.strict else warning
             u.add(make("unknown-relation",

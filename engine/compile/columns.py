@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from typing import TypeVar
 
 from ..core import ir
+from ..core.suggest import closest
 
 Column = tuple[str, int]
 H = TypeVar("H", bound=Hashable)
@@ -366,8 +366,8 @@ class ColumnAnalysis:
 
     def suggest(self, value: ir.Value, candidates: Iterable[ir.Value],
                 key: Hashable = None) -> str | None:
-        """The candidate closest to ``value`` (difflib's ratio ≥ 0.6), if any. With ``key``
-        the candidates' index is kept for the next call with that key (the same candidates)."""
+        """The candidate closest to ``value`` (similarity ≥ 0.6: engine/core/suggest.py), if
+        any. With ``key`` the candidates, sorted, are kept for the next call with that key."""
         if not isinstance(value, str):
             return None
         if key is None:
@@ -379,46 +379,16 @@ class ColumnAnalysis:
 
 
 class Suggester:
-    """"Did you mean": the closest name by difflib's ratio, without comparing with every name.
-
-    Names are bucketed by length: the ratio of two strings of lengths a ≤ b is at most
-    2a / (a + b), so only lengths within the cutoff's reach are compared, nearest lengths
-    first; each candidate passes difflib's cheap upper bounds before the real ratio.
-    """
+    """"Did you mean" over a fixed set of names (engine/core/suggest.py's :func:`closest`:
+    rapidfuzz's ratio, difflib's measure, ≥ 0.6), the names sorted once for the calls that
+    share them."""
 
     def __init__(self, names: Iterable[ir.Value], cutoff: float = 0.6) -> None:
-        self.cutoff = cutoff
-        self.by_length: dict[int, list[str]] = {}
-        for n in sorted({n for n in names if isinstance(n, str)}):
-            self.by_length.setdefault(len(n), []).append(n)
-
-    @staticmethod
-    def _bound(k: int, n: int) -> float:
-        """The highest ratio a string of length ``k`` can reach with one of length ``n``."""
-        return 2 * min(k, n) / (k + n) if k + n else 1.0
+        self.cutoff = cutoff * 100
+        self.names = sorted({n for n in names if isinstance(n, str)})
 
     def best(self, word: str) -> str | None:
-        n = len(word)
-        lengths = sorted((k for k in self.by_length if self._bound(k, n) >= self.cutoff),
-                         key=lambda k: -self._bound(k, n))
-        m = SequenceMatcher()
-        m.set_seq2(word)
-        best: tuple[float, str] | None = None
-        for k in lengths:
-            if best is not None and self._bound(k, n) < best[0]:
-                break  # no name of this length (or of the lengths after it) can do better
-            for name in self.by_length[k]:
-                if name == word:
-                    continue
-                m.set_seq1(name)
-                floor = self.cutoff if best is None else max(self.cutoff, best[0])
-                if m.real_quick_ratio() < floor or m.quick_ratio() < floor:
-                    continue
-                r = m.ratio()
-                if r >= floor and (best is None or r > best[0]
-                                   or (r == best[0] and name < best[1])):
-                    best = (r, name)
-        return best[1] if best else None
+        return closest(word, self.names, self.cutoff)
 
 
 def column_analysis(program: ir.Program) -> ColumnAnalysis:

@@ -6,11 +6,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from grantlog.grammar import ast
-from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, plural
 from grantlog.grammar.parser import parse_goal
 
 from ..core import ir
 from ..core.hierarchy_roles import hierarchy_problems
+from ..core.suggest import did_you_mean
 from .checks import Unit, bind_vars, check_body, run_checks
 from .loader import load
 from .lower import lower, lower_body
@@ -71,14 +72,11 @@ def compile_goal(program: ir.Program, text: str) -> tuple[tuple[ir.Lit, ...], li
             continue
         rel = program.relations.get(atom.rel)
         if rel is None:
-            import difflib
-
-            close = difflib.get_close_matches(atom.rel, sorted(program.relations), n=1)
             diags.append(error("unknown-relation", f"relation `{atom.rel}` does not exist",
-                               atom.span, f"did you mean `{close[0]}`?" if close else None))
+                               atom.span, did_you_mean(atom.rel, program.relations)))
         elif rel.arity != len(atom.args):
             diags.append(error("arity-mismatch",
-                               f"`{atom.rel}` takes {rel.arity} arguments but is given "
+                               f"`{atom.rel}` takes {plural(rel.arity, 'argument')} but is given "
                                f"{len(atom.args)} here", atom.span))
     check_body(unit, body, bind_vars(body))
     if diags:

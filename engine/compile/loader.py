@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grantlog.grammar import ast
-from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, display_path, error
 from grantlog.grammar.facts import parse_cached
 
 
@@ -57,6 +57,15 @@ def expand_paths(
     return files, diags
 
 
+def _where(path: str, folder: Path | None) -> str:
+    """An import candidate as a hint names it: a shipped model not by its checkout path."""
+    from grantlog.rules import rules_dir
+
+    if folder is not None and folder.resolve() == rules_dir():
+        return "among the shipped models (`grantlog models` lists them)"
+    return f"`{display_path(path)}`"
+
+
 def _file_span(path: str) -> Span:
     return Span(path, 0, 0, 0, 0)
 
@@ -64,7 +73,7 @@ def _file_span(path: str) -> Span:
 def read_source(path: str, span: Span | None = None) -> tuple[str, Diagnostic | None]:
     """The text of a rule file, or a `file-not-found` / `bad-encoding` diagnostic."""
     try:
-        return Path(path).read_text(encoding="utf-8"), None
+        return Path(path).read_text(encoding="utf-8-sig"), None  # a byte-order mark is dropped
     except UnicodeDecodeError as e:
         raw = Path(path).read_bytes()[: e.start]
         line = raw.count(b"\n") + 1
@@ -113,6 +122,7 @@ class _Loader:
         self._module(text, path, real, os.path.dirname(path))
 
     def _module(self, text: str, name: str, real: str, base_dir: str) -> None:
+        text = text.removeprefix("\ufeff")  # a byte-order mark (text given to the API)
         self.out.sources[name] = text
         try:
             mod = parse_cached(text, name)  # fact lines without the LALR parser; kept
@@ -148,7 +158,9 @@ class _Loader:
         if self.disk:
             candidates = [local] + [str(d / st.path) for d in self.search_path]
             found = next((c for c in candidates if self._exists(c)), None)
-            where = ", ".join(f"`{c}`" for c in candidates)
+            tried = [_where(c, d) for c, d in zip(candidates, [None, *self.search_path],
+                                                   strict=True)]
+            where = ", ".join(tried[:-1]) + " and " + tried[-1] if len(tried) > 1 else tried[0]
         else:  # only the given files, and the shipped models by name: no path is read
             found = local if self._exists(local, disk=False) else self._shipped(st.path)
             where = "the given files and the shipped models (`grantlog models` lists them)"
@@ -162,7 +174,7 @@ class _Loader:
         on_stack = [n for r, n in self.stack]
         reals = [r for r, n in self.stack]
         if real in reals:
-            cycle = [*on_stack[reals.index(real):], found]
+            cycle = [display_path(n) for n in [*on_stack[reals.index(real):], found]]
             self.out.diagnostics.append(
                 error("import-cycle", f"import cycle: {' -> '.join(cycle)}", st.span,
                       "remove one of the imports; shared rules belong in a third file")

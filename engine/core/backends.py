@@ -13,7 +13,6 @@ the program itself.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from . import ir
+from .suggest import closest
 
 MEMORY = "memory"
 
@@ -55,10 +55,10 @@ def resolve(name: str) -> Any:
         return got
     spec = BACKENDS.get(name)
     if spec is None:
-        close = difflib.get_close_matches(name, BACKENDS, n=1)
+        close = closest(name, BACKENDS)
         raise GrantlogError([error(
             "unknown-backend", f"backend `{name}` does not exist", Span("<api>", 0, 0, 0, 0),
-            f"did you mean `{close[0]}`?" if close else
+            f"did you mean `{close}`?" if close else
             "backends: " + ", ".join(f"`{b}`" for b in BACKENDS))])
     module, _, attr = spec.target.partition(":")
     try:  # an optional dependency, imported on first use

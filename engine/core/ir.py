@@ -8,12 +8,13 @@ facts with their origin, strata in evaluation order, and the `test` blocks.
 from __future__ import annotations
 
 import bisect
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, plural
+
+from .suggest import closest
 
 #: where a diagnostic about an API call (not a rule file) points
 API_SPAN = Span("<api>", 0, 0, 0, 0)
@@ -162,6 +163,15 @@ class Program:
     #: compiled artifacts shared by every Reasoner of this program (plans, generated code)
     compiled: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        """Short: ``<Program 37 relations, 120 rules, 96 facts, decision allowed/3>`` (the
+        fields are public for the whole of it)."""
+        d = self.relations.get(self.decision)
+        decision = f"{self.decision}/{d.arity}" if d is not None else f"{self.decision} (none)"
+        return (f"<Program {plural(len(self.relations), 'relation')}, "
+                f"{plural(len(self.rules), 'rule')}, {plural(len(self.facts), 'fact')}, "
+                f"decision {decision}>")
+
     @property
     def digest(self) -> str:
         """A hash of the rule files' texts (which policy answered: stores and logs record it)."""
@@ -195,10 +205,10 @@ class Program:
         """The relation named ``rel``; else ``unknown-relation`` (with the closest name)."""
         r = self.relations.get(rel)
         if r is None:
-            close = difflib.get_close_matches(rel, sorted(self.relations), n=1)
+            close = closest(rel, self.relations)
             raise GrantlogError([error(
                 "unknown-relation", f"relation `{rel}` does not exist", API_SPAN,
-                f"did you mean `{close[0]}`?" if close else None)])
+                f"did you mean `{close}`?" if close else None)])
         return r
 
     def writable_rows(self, rel: str, rows: Iterable[Sequence[Value]]) -> list[Row]:
@@ -238,7 +248,7 @@ def derived_relation(rel: str, rules: Sequence[tuple[str, Span]], span: Span,
     if rules:
         name, at = rules[0]
         more = f" and {len(rules) - 1} more" if len(rules) > 1 else ""
-        by = f" (`{name}` at {at.file}:{at.line}{more})"
+        by = f" (`{name}` at {at.shown_file}:{at.line}{more})"
     return error("derived-relation",
                  f"{what} `{rel}`, which rules derive{by}; facts may be given only for base "
                  "relations", span,
@@ -261,7 +271,7 @@ def row_problem(relation: Relation, row: Row) -> str | None:
     """What is wrong with a base fact given at run time (None: nothing): its arity, a value
     that is not a string or an integer, a declared column type."""
     if len(row) != relation.arity:
-        return f"`{relation.name}` takes {relation.arity} values, got {len(row)}: {row!r}"
+        return f"`{relation.name}` takes {plural(relation.arity, 'value')}, got {len(row)}: {row!r}"
     if not all(isinstance(v, str | int) and not isinstance(v, bool) for v in row):
         return f"values must be strings or integers: {row!r}"
     if any(isinstance(v, str) and "\x00" in v for v in row):  # no store can keep it alike

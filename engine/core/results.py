@@ -8,9 +8,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from grantlog.grammar.diagnostics import GrantlogError, Span, error
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 
-from . import ir
+from . import arguments, ir
 
 Rows = set[ir.Row]
 #: checks a relation's rows and returns them as tuples (raises GrantlogError on a bad row)
@@ -18,7 +18,7 @@ RowCheck = Callable[[str, Iterable[Sequence[ir.Value]]], list[ir.Row]]
 
 
 def _as_rows(rel: str, rows: Iterable[Sequence[ir.Value]]) -> list[ir.Row]:
-    return [tuple(row) for row in rows]
+    return list(rows)  # type: ignore[arg-type]  # already tuples (``arguments.rows``)
 
 
 @dataclass
@@ -35,11 +35,18 @@ class Change:
 @dataclass(frozen=True)
 class Decision:
     """The answer to ``check``: allowed or not, the rules that decided it, and the revision
-    of the facts it saw (not part of equality: the same answer at two revisions is equal)."""
+    of the facts it saw (not part of equality: the same answer at two revisions is equal).
+    ``warnings``: what is wrong with the question itself (``unknown-constant``: a denial
+    that is only a typo, engine/answer/vocabulary.py); not part of equality either."""
 
     allowed: bool
     reasons: tuple[str, ...] = ()
     revision: int = field(default=0, compare=False)
+    warnings: tuple[Diagnostic, ...] = field(default=(), compare=False)
+
+    def warned(self, code: str) -> bool:
+        """Is ``code`` among the warnings?"""
+        return any(d.code == code for d in self.warnings)
 
     def __bool__(self) -> bool:
         return self.allowed
@@ -50,13 +57,16 @@ _T = TypeVar("_T")
 
 class Answers(list[_T]):
     """The answers of ``query``, ``list`` and ``who``: a list that also says the revision of
-    the facts it was answered at."""
+    the facts it was answered at, and ``warnings`` about the question (``unknown-constant``:
+    an empty answer that is only a typo)."""
 
-    __slots__ = ("revision",)
+    __slots__ = ("revision", "warnings")
 
-    def __init__(self, items: Iterable[_T] = (), revision: int = 0) -> None:
+    def __init__(self, items: Iterable[_T] = (), revision: int = 0,
+                 warnings: tuple[Diagnostic, ...] = ()) -> None:
         super().__init__(items)
         self.revision = revision
+        self.warnings = warnings
 
 
 class RevisionConflict(GrantlogError):
@@ -77,25 +87,32 @@ Delta = dict[str, set[ir.Row]]
 
 
 class Transaction:
-    """Collects inserts and retracts; the last operation on a row wins."""
+    """Collects inserts and retracts; the last operation on a row wins. Rows are checked
+    for their shape here (engine/core/arguments.py ``rows``), for the relation by
+    ``check_rows``; ``constants``: their values too (a client, which has no relation)."""
 
-    def __init__(self, check_rows: RowCheck | None = None) -> None:
+    def __init__(self, check_rows: RowCheck | None = None, constants: bool = False) -> None:
         #: checks and normalizes rows of a relation (raises on a bad row)
         self._check = check_rows or _as_rows
+        self._constants = constants
         self.ops: dict[str, dict[ir.Row, bool]] = {}
         self.changes: Changes = Changes({}, frozenset())
         #: the revision this transaction made (set when it commits)
         self.revision: int | None = None
 
     def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
-        ops = self.ops.setdefault(rel, {})
-        for row in self._check(rel, rows):
-            ops[row] = True
+        self._add(rel, rows, True)
 
     def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
+        self._add(rel, rows, False)
+
+    def _add(self, rel: str, rows: Iterable[Sequence[ir.Value]], present: bool) -> None:
+        verb = "insert" if present else "retract"
+        rel = arguments.text("rel", rel, f"name the relation, e.g. `{verb}(\"member\", ...)`")
+        checked = self._check(rel, arguments.rows(rel, rows, verb, self._constants))
         ops = self.ops.setdefault(rel, {})
-        for row in self._check(rel, rows):
-            ops[row] = False
+        for row in checked:
+            ops[row] = present
 
 
 @dataclass

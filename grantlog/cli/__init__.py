@@ -11,7 +11,8 @@ fmt, lint, lsp, models; ``listing``: list, filter, who; ``interop``: import; ``d
 parser from them and from the front ends that register themselves the same way (``serve``:
 grantlog/service/cli.py, ``store``: grantlog/store/cli.py, ``logs``: grantlog/service/replay.py,
 ``spark``: spark_bridge/cli.py). ``inputs`` holds what the commands share: reading rule files,
-``--model``, ``--facts`` and ``--store``, printing, and the exit codes.
+``--model``, ``--facts`` and ``--store``, printing, and the exit codes; ``parser`` the parser's
+conventions (options anywhere among the positionals, usage lines, shell completion).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from grantlog.engine.answer.testing import Coverage, run_tests
 from grantlog.engine.compile.lint import lint
 from grantlog.engine.compile.loader import expand_paths, read_source
 from grantlog.grammar import format_text
-from grantlog.grammar.diagnostics import GrantlogError, error, render_all
+from grantlog.grammar.diagnostics import GrantlogError, error, plural, render_all
 from grantlog.rules import models
 
 from .inputs import (
@@ -22,14 +22,29 @@ from .inputs import (
     EXIT_NO,
     EXIT_OK,
     EXIT_USER,
+    HELP_FACTS,
     add_command,
+    add_json,
+    add_model,
     out,
     read_stdin,
+    rule_files,
 )
 
 
+def _test_paths(a: argparse.Namespace) -> list[str]:
+    """The files ``test`` runs: ``--model``'s file and its tests (``NAME_test.gl`` beside it,
+    when shipped), then PATHs."""
+    paths = rule_files(a, a.paths)
+    if a.model:
+        tests = Path(paths[0]).with_name(f"{a.model}_test.gl")
+        if tests.is_file():
+            paths.insert(1, str(tests))
+    return paths
+
+
 def cmd_test(a: argparse.Namespace) -> int:
-    files, diags = expand_paths(a.paths, allow_empty=True)
+    files, diags = expand_paths(_test_paths(a), allow_empty=True)
     if diags:
         raise GrantlogError(diags)
     passed = failed = 0
@@ -59,15 +74,20 @@ def cmd_test(a: argparse.Namespace) -> int:
                         out(f"  {x.span}: {x.message}")
     for problem in errors:
         sys.stderr.write(str(problem) + "\n")
+    broken = f"{plural(len(errors), 'rule file')} did not compile"
     if a.json:
         payload: dict[str, Any] = {"passed": passed, "failed": failed, "tests": report}
+        if errors:
+            payload["errors"] = [d.to_dict() for e in errors for d in e.diagnostics]
         if cov is not None:
             payload["coverage"] = cov.to_dict()
         out(json.dumps(payload, indent=2))
+    elif errors and not report:  # nothing ran: the compile errors above are the answer
+        sys.stderr.write(f"grantlog test: {broken}: no test ran\n")
     else:
         if cov is not None:
             out(cov.render())
-        out(f"{passed} passed, {failed} failed")
+        out(f"{passed} passed, {failed} failed" + (f"; {broken}" if errors else ""))
     if errors:
         return EXIT_USER
     return EXIT_NO if failed else EXIT_OK
@@ -111,7 +131,8 @@ def cmd_fmt(a: argparse.Namespace) -> int:
 
 
 def cmd_lint(a: argparse.Namespace) -> int:
-    diags, sources = lint(a.paths, strict=a.strict, facts=a.facts or ())
+    diags, sources = lint(rule_files(a, a.paths, facts=False), strict=a.strict,
+                          facts=a.facts or ())
     if a.json:
         out(json.dumps([d.to_dict() for d in diags], indent=2))
     elif diags:
@@ -144,26 +165,30 @@ def cmd_models(a: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    sp = add_command(sub, "test", "run the `test` blocks of rule files")
-    sp.add_argument("paths", nargs="+", metavar="PATH")
-    sp.add_argument("--json", action="store_true")
+    sp = add_command(sub, "test", "run the `test` blocks of rule files", json=True)
+    sp.add_argument("paths", nargs="*", metavar="PATH",
+                    help="rule files or directories (their .gl files) whose tests run")
+    add_model(sp, "also run a shipped model's tests (its file's and NAME_test.gl's; see "
+              "`grantlog models`)")
     sp.add_argument("-v", "--verbose", action="store_true", help="list passing tests too")
     sp.add_argument("--coverage", action="store_true",
                     help="report which rules no test exercised")
     sp.set_defaults(fn=cmd_test)
 
     sp = add_command(sub, "fmt", "format rule files in place (`-` formats stdin to stdout)")
-    sp.add_argument("paths", nargs="+", metavar="PATH")
+    sp.add_argument("paths", nargs="+", metavar="PATH",
+                    help="rule files or directories (their .gl files); `-`: stdin")
     sp.add_argument("--check", action="store_true", help="only report files that would change")
     sp.add_argument("--diff", action="store_true", help="with --check, print a unified diff")
     sp.set_defaults(fn=cmd_fmt)
 
-    sp = add_command(sub, "lint", "report errors, warnings and style findings")
-    sp.add_argument("paths", nargs="+", metavar="PATH")
+    sp = add_command(sub, "lint", "report errors, warnings and style findings", json=True)
+    sp.add_argument("paths", nargs="*", metavar="PATH",
+                    help="rule files or directories (their .gl files) to lint")
+    add_model(sp, "also lint a shipped model (see `grantlog models`)")
     sp.add_argument("--facts", "-f", action="append", metavar="FILE",
-                    help="a .gl file of facts to lint with each PATH (e.g. `unknown-constant`: "
-                    "a constant no rule matches); repeatable")
-    sp.add_argument("--json", action="store_true")
+                    help=HELP_FACTS + "; linted with each PATH (e.g. `unknown-constant`: "
+                    "a constant no rule matches)")
     sp.set_defaults(fn=cmd_lint)
 
     sp = sub.add_parser("lsp", help="the language server for .gl files, over stdio "
@@ -171,5 +196,5 @@ def add_parser(sub: Any) -> None:
     sp.set_defaults(fn=cmd_lsp)
 
     sp = sub.add_parser("models", help="list the shipped models")
-    sp.add_argument("--json", action="store_true")
+    add_json(sp)
     sp.set_defaults(fn=cmd_models)

@@ -12,7 +12,16 @@ from grantlog.engine.answer.whatif import diff_programs
 from grantlog.engine.core.ir import Program
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, error, render_all
 
-from .inputs import COMMAND_LINE, EXIT_NO, EXIT_OK, add_command, model_file, out
+from .inputs import (
+    COMMAND_LINE,
+    EXIT_NO,
+    EXIT_OK,
+    add_command,
+    add_json,
+    add_model,
+    out,
+    rule_files,
+)
 
 
 def cmd_diff(a: argparse.Namespace) -> int:
@@ -22,8 +31,7 @@ def cmd_diff(a: argparse.Namespace) -> int:
             "no-input", "nothing to compare", nowhere,
             "give --before FILE... --after FILE..., or RULES... with --facts-before F... "
             "and/or --facts-after F...")])
-    shared: list[str] = [model_file(a.model)] if a.model else []
-    shared += a.files
+    shared = rule_files(a, a.files) if a.model or a.files or a.facts else []
     sides: list[Program] = []
     shown: list[Diagnostic] = []
     for name, files, facts in (("before", a.before, a.facts_before),
@@ -31,8 +39,8 @@ def cmd_diff(a: argparse.Namespace) -> int:
         paths = shared + list(files or []) + list(facts or [])
         if not paths:
             raise GrantlogError([error("no-input", f"no rule files for the {name} side", nowhere,
-                                       "shared RULES go before the options, or name the files "
-                                       f"with --{name}")])
+                                       "name rule files for both sides (or --model), or "
+                                       f"this side's with --{name}")])
         program = compile_program(None, paths, strict=a.strict)
         fresh = [w for w in program.warnings if w not in shown]  # shared files warn once
         if fresh:
@@ -62,18 +70,20 @@ def add_parser(sub: Any) -> None:
     sp = add_command(sub, "diff", "what-if: the facts of a relation gained and lost between two "
                      "rule sets (--before/--after) or one rule set under two fact sets "
                      "(--facts-before/-after)")
-    sp.add_argument("files", nargs="*", metavar="RULES",
-                    help="files shared by both sides (put them before the options)")
-    sp.add_argument("--model", "-m", help="a shipped model, shared by both sides")
+    sp.add_argument("files", nargs="*", metavar="FILE", help="rule files of both sides")
+    add_model(sp, "a shipped model, on both sides (see `grantlog models`)")
+    sp.add_argument("--facts", "-f", action="append", metavar="FILE",
+                    help="a file of facts (or rules) on both sides; repeatable")
     for side in ("before", "after"):
         sp.add_argument(f"--{side}", action="extend", nargs="+", metavar="FILE",
                         help=f"rule and fact files of the {side} side only")
         sp.add_argument(f"--facts-{side}", action="extend", nargs="+", metavar="FILE",
                         help=f"fact files of the {side} side only")
     sp.add_argument("--store", "-s", metavar="URL",
-                    help="the base facts of this store are on both sides")
-    sp.add_argument("--relation", "-r", default="allowed",
+                    help="the base facts of this store, on both sides (sqlite:///facts.db, "
+                    "postgresql://...)")
+    sp.add_argument("--relation", "-r", default="allowed", metavar="REL",
                     help="the relation to compare (default: allowed)")
-    sp.add_argument("--json", action="store_true")
+    add_json(sp)
     sp.add_argument("--no-proofs", action="store_true", help="list the facts without proofs")
     sp.set_defaults(fn=cmd_diff)

@@ -50,16 +50,20 @@ def model_file(name: str) -> str:
     return str(path)
 
 
-def rule_files(a: argparse.Namespace, files: Sequence[str]) -> list[str]:
-    """Rule files: ``--model NAME`` (a shipped model), the given files, ``--facts`` files."""
+def rule_files(a: argparse.Namespace, files: Sequence[str], facts: bool = True) -> list[str]:
+    """Rule files: ``--model NAME`` (a shipped model), the given files, ``--facts`` files
+    (unless ``facts`` is false: the command reads them its own way)."""
     paths: list[str] = []
     if getattr(a, "model", None):
         paths.append(model_file(a.model))
     paths += list(files)
-    paths += list(getattr(a, "facts", None) or [])
+    if facts:
+        paths += list(getattr(a, "facts", None) or [])
     if not paths:
+        named = "with --rules FILE" if hasattr(a, "rules") else "as arguments"
         raise GrantlogError([error("no-input", "no rule files given", COMMAND_LINE,
-                                   "name rule files, or a shipped model with --model")])
+                                   f"name rule files {named}, or a shipped model with "
+                                   "--model")])
     return paths
 
 
@@ -75,7 +79,8 @@ def reasoner(a: argparse.Namespace, program: Program) -> Reasoner:
     """The program's reasoner, over the facts of ``--store`` too when given (read once: the
     command answers at the store's current revision)."""
     store = getattr(a, "store", None)
-    return Reasoner(program, store=store, follow=False) if store else Reasoner(program)
+    return Reasoner(program, store=store, follow=False, create=getattr(a, "create", False)) \
+        if store else Reasoner(program)
 
 
 def load(a: argparse.Namespace, files: Sequence[str]) -> Reasoner:
@@ -84,24 +89,75 @@ def load(a: argparse.Namespace, files: Sequence[str]) -> Reasoner:
     return reasoner(a, compile_rules(rule_files(a, files), a.strict))
 
 
+#: one meaning per flag: the help of the options every command shares (the flags mean the same
+#: in every command that has them; tests/test_cli_parser.py walks the parser to keep it so)
+HELP_STRICT = ("unknown relations, and constants of a question (check, list, who, filter) that "
+               "no rule, declaration or fact mentions, are errors (exit 2), not warnings")
+HELP_MODEL = "a shipped model, read before the rule files (see `grantlog models`)"
+HELP_FILES = "rule files (or directories of .gl files)"
+HELP_RULES = "a rule file (or a directory of .gl files); repeatable"
+HELP_FACTS = "a file of facts (or rules) read after the rule files; repeatable"
+HELP_STORE = "also the base facts of this store (sqlite:///facts.db, postgresql://...; " \
+    "see `grantlog store`)"
+HELP_CREATE = "create the --store if it does not exist (else: store-not-found)"
+HELP_JSON = "print JSON instead of text"
+#: the positionals commands name after their rule files
+HELP_POSITIONAL = {
+    "SUBJECT": "who asks, e.g. alice",
+    "OPERATION": "what they would do, e.g. load_table",
+    "RESOURCE": "what they would do it on, e.g. m1.lakehouse.sales.orders",
+    "GOAL": "an atom, its variables capitalised, e.g. 'allowed(U, load_table, T)'",
+}
+
+
+def add_inputs(sp: argparse.ArgumentParser, files: str | None = "positional",
+               facts: bool = True, store: bool = True) -> None:
+    """The inputs of a command that reads rules: ``--model/-m NAME``, then the rule files
+    (``files="positional"``: ``[FILE ...]``; ``"option"``: repeatable ``--rules FILE``, for
+    commands whose positionals are something else; None: the command reads its own),
+    ``--facts/-f FILE`` and ``--store/-s URL`` (with ``--create``); :func:`rule_files` reads
+    them back in that order."""
+    add_model(sp)
+    if files == "positional":
+        sp.add_argument("files", nargs="*", metavar="FILE", help=HELP_FILES)
+    elif files == "option":
+        sp.add_argument("--rules", action="append", default=[], metavar="FILE",
+                        help=HELP_RULES)
+    if facts:
+        sp.add_argument("--facts", "-f", action="append", metavar="FILE", help=HELP_FACTS)
+    if store:
+        sp.add_argument("--store", "-s", metavar="URL", help=HELP_STORE)
+        sp.add_argument("--create", action="store_true", help=HELP_CREATE)
+
+
+def add_model(sp: argparse.ArgumentParser, help: str = HELP_MODEL) -> None:
+    """``--model/-m NAME``, completed in the shell with the shipped models' names."""
+    from .parser import complete_models
+
+    action = sp.add_argument("--model", "-m", metavar="NAME", help=help)
+    action.completer = complete_models  # type: ignore[attr-defined]
+
+
+def add_json(sp: argparse.ArgumentParser, help: str = HELP_JSON) -> None:
+    sp.add_argument("--json", action="store_true", help=help)
+
+
 def add_command(sub: Any, name: str, help: str, inputs: bool = False,
-                args: str | None = None) -> argparse.ArgumentParser:
-    """A subcommand with ``--strict``; ``inputs``: also ``--model``, ``--facts``, ``--store``;
-    ``args``: also one or more arguments shown as ``args`` (e.g. ``FILE... GOAL``) and
-    ``--json``."""
-    sp: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
-    sp.add_argument("--strict", action="store_true",
-                    help="unknown relations are errors, not warnings")
+                args: Sequence[str] = (), json: bool = False,
+                usage: str | None = None) -> argparse.ArgumentParser:
+    """A subcommand with ``--strict``; ``inputs``: also the inputs of :func:`add_inputs`;
+    ``args``: positionals after the rule files, by metavar (``SUBJECT``: ``a.subject``);
+    ``json``: also ``--json``. Its usage line reads ``grantlog NAME [options] [FILE ...]
+    ARGS`` unless ``usage`` says otherwise."""
+    sp: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help,
+                                                 usage=usage)
+    sp.add_argument("--strict", action="store_true", help=HELP_STRICT)
     if inputs:
-        sp.add_argument("--model", "-m", help="a shipped model (see `grantlog models`)")
-        sp.add_argument("--facts", "-f", action="append", metavar="FILE",
-                        help="a file of facts (or rules) to add; repeatable")
-        sp.add_argument("--store", "-s", metavar="URL",
-                        help="also the base facts of this store (sqlite:///facts.db, "
-                        "postgresql://...; see `grantlog store`)")
-    if args is not None:
-        sp.add_argument("args", nargs="+", metavar=args)
-        sp.add_argument("--json", action="store_true")
+        add_inputs(sp)
+    for metavar in args:
+        sp.add_argument(metavar.lower(), metavar=metavar, help=HELP_POSITIONAL[metavar])
+    if json:
+        add_json(sp)
     return sp
 
 
@@ -112,7 +168,7 @@ def read_stdin() -> str:
         return sys.stdin.read()
     raw: bytes = buffer.read()
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")  # a byte-order mark is dropped
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1

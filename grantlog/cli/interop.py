@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from grantlog.engine import compile_program
+from grantlog.grammar.diagnostics import plural
 
 from .inputs import EXIT_OK, model_file
 
@@ -20,7 +21,7 @@ def cmd_import(a: argparse.Namespace) -> int:
         from grantlog.store import open_store
 
         program = compile_program(None, [model_file("gravitino")])
-        st = open_store(a.store, program)
+        st = open_store(a.store, program, create=a.create)
         try:
             with st.writing() as w:
                 added = sum(w.load(rel, [tuple(r) for r in rows])
@@ -36,7 +37,7 @@ def cmd_import(a: argparse.Namespace) -> int:
     if a.output:
         Path(a.output).write_text(text, encoding="utf-8")
         n = sum(len(v) for v in facts.values())
-        sys.stderr.write(f"wrote {n} facts to {a.output}\n")
+        sys.stderr.write(f"wrote {plural(n, 'fact')} to {a.output}\n")
     else:
         sys.stdout.write(text)
     return EXIT_OK
@@ -48,9 +49,13 @@ def add_parser(sub: Any) -> None:
     isub = sp.add_subparsers(dest="system", required=True, metavar="SYSTEM")
     ip = isub.add_parser("gravitino", help="Apache Gravitino REST JSON (users, groups, roles, "
                          "owners) -> facts for rules/gravitino.gl")
-    ip.add_argument("dir", metavar="DIR")
+    ip.add_argument("dir", metavar="DIR",
+                    help="a directory of Gravitino REST responses (users, groups, roles, "
+                    "owners as JSON)")
     ip.add_argument("--metalake", default="m1", help="the metalake the files describe")
     ip.add_argument("--output", "-o", help="write the facts here instead of stdout")
     ip.add_argument("--store", "-s", metavar="URL",
                     help="write the facts into this store (one transaction) instead of stdout")
+    ip.add_argument("--create", action="store_true",
+                    help="create the --store if it does not exist (else: store-not-found)")
     ip.set_defaults(fn=cmd_import)

@@ -6,19 +6,34 @@ import argparse
 import json
 from typing import Any
 
+from grantlog.engine.answer.vocabulary import to_json
 from grantlog.grammar.diagnostics import GrantlogError, error
 
-from .inputs import COMMAND_LINE, EXIT_OK, add_command, load, out, print_values
+from .inputs import (
+    COMMAND_LINE,
+    EXIT_OK,
+    add_command,
+    add_inputs,
+    add_json,
+    load,
+    out,
+    print_values,
+)
+from .typos import warn
 
 
 def cmd_list(a: argparse.Namespace) -> int:
-    *files, subject, operation = a.args
-    return print_values(a, load(a, files).list(subject, operation, a.type, a.within))
+    files, subject, operation = a.files, a.subject, a.operation
+    found = load(a, files).list(subject, operation, a.type, a.within, strict=a.strict)
+    warn(found.warnings)
+    return print_values(a, found)
 
 
 def cmd_who(a: argparse.Namespace) -> int:
-    *files, operation, resource = a.args
-    return print_values(a, load(a, files).who(operation, resource))
+    files, operation, resource = a.files, a.operation, a.resource
+    found = load(a, files).who(operation, resource, strict=a.strict)
+    warn(found.warnings)
+    return print_values(a, found)
 
 
 def cmd_filter(a: argparse.Namespace) -> int:
@@ -29,9 +44,13 @@ def cmd_filter(a: argparse.Namespace) -> int:
         raise GrantlogError([error("bad-option", "filter takes FILE... SUBJECT OPERATION",
                                    here)])
     *files, subject, operation = a.args
-    f = load(a, files).filter(subject, operation, a.type)
+    f = load(a, files).filter(subject, operation, a.type, strict=a.strict)
+    warn(f.warnings)
     if a.sql is None:
-        out(json.dumps(f.to_dict(), indent=2, ensure_ascii=False))
+        payload = f.to_dict()
+        if f.warnings:
+            payload["warnings"] = to_json(f.warnings)
+        out(json.dumps(payload, indent=2, ensure_ascii=False))
         return EXIT_OK
     if a.layout is None:
         raise GrantlogError([error("bad-option", "--sql needs --layout FILE (the catalog "
@@ -43,7 +62,7 @@ def cmd_filter(a: argparse.Namespace) -> int:
                                    here, "install it with `pip install 'grantlog[filters]'`")]) \
             from None
     layout = Layout.load(a.layout)
-    out((to_sql if a.where else select_sql)(f, layout, a.sql))
+    _sql(a, (to_sql if a.where else select_sql)(f, layout, a.sql))
     return EXIT_OK
 
 
@@ -60,24 +79,33 @@ def _row_filter(a: argparse.Namespace) -> int:
         return EXIT_OK
     from grantlog.filters import row_filter_sql
 
-    out(row_filter_sql(f, a.sql))
+    _sql(a, row_filter_sql(f, a.sql))
     return EXIT_OK
 
 
+def _sql(a: argparse.Namespace, sql: str) -> None:
+    """A filter's SQL: as it is, or with ``--json`` in an object naming its dialect."""
+    out(json.dumps({"dialect": a.sql, "sql": sql}, ensure_ascii=False) if a.json else sql)
+
+
 def add_parser(sub: Any) -> None:
-    sp = add_command(sub, "list", "the resources SUBJECT may perform OPERATION on", inputs=True)
-    sp.add_argument("args", nargs="+", metavar="FILE... SUBJECT OPERATION")
+    sp = add_command(sub, "list", "the resources SUBJECT may perform OPERATION on", inputs=True,
+                     args=("SUBJECT", "OPERATION"), json=True)
     sp.add_argument("--type", "-t", help="only resources with entity(resource, TYPE)")
     sp.add_argument("--within", "-w", metavar="CONTAINER",
                     help="only CONTAINER and the resources below it "
                          "(ancestor_or_self(CONTAINER, resource))")
-    sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_list)
 
+    # `filter --rows TABLE` takes one positional fewer (no OPERATION): one list, read by cmd_filter
     sp = add_command(sub, "filter", "the condition a resource must meet for SUBJECT to perform "
                      "OPERATION on it: JSON, or SQL over a catalog table (--sql, --layout)",
-                     inputs=True)
-    sp.add_argument("args", nargs="+", metavar="FILE... SUBJECT OPERATION")
+                     inputs=False, usage="%(prog)s [options] [FILE ...] SUBJECT OPERATION\n"
+                     "       %(prog)s --rows TABLE [options] [FILE ...] SUBJECT")
+    add_inputs(sp, files=None)
+    sp.add_argument("args", nargs="+", metavar="FILE... SUBJECT OPERATION",
+                    help="rule files, then the subject and the operation (with --rows: the "
+                    "subject only)")
     sp.add_argument("--type", "-t", help="only resources with entity(resource, TYPE)")
     sp.add_argument("--sql", choices=["sqlite", "postgres", "spark", "trino"],
                     help="render the filter as a SQL query in this dialect (needs --layout)")
@@ -88,10 +116,12 @@ def add_parser(sub: Any) -> None:
     sp.add_argument("--rows", metavar="TABLE",
                     help="a row filter instead (FILE... SUBJECT): the condition a row of TABLE "
                     "must meet for RELATION(SUBJECT, TABLE, row); --sql without --layout")
-    sp.add_argument("--relation", default="row_visible",
+    sp.add_argument("--relation", "-r", default="row_visible", metavar="REL",
                     help="with --rows, the relation asked (row_visible)")
+    add_json(sp, "print JSON (the default without --sql; with --sql: the query in a JSON "
+             "object)")
     sp.set_defaults(fn=cmd_filter)
 
     sp = add_command(sub, "who", "the subjects that may perform OPERATION on RESOURCE",
-                     inputs=True, args="FILE... OPERATION RESOURCE")
+                     inputs=True, args=("OPERATION", "RESOURCE"), json=True)
     sp.set_defaults(fn=cmd_who)

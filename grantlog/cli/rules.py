@@ -4,32 +4,51 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from grantlog.engine.core.ir import row_key, show_atom, show_value
+from grantlog.engine.answer.vocabulary import to_json
+from grantlog.engine.compile.restrict import restrict
+from grantlog.engine.core.ir import Row, row_key, show_atom, show_value
+from grantlog.reasoner import Reasoner
 
-from .inputs import EXIT_NO, EXIT_OK, EXIT_USER, add_command, load, out
+from .inputs import EXIT_NO, EXIT_OK, add_command, compile_rules, load, out, rule_files
+from .typos import warn
 
 
 def cmd_eval(a: argparse.Namespace) -> int:
-    r = load(a, a.files)
-    rows = r.all_rows()
+    rows = relation_rows(a, a.relation) if a.relation else load(a, a.files).all_rows()
     if a.json:
         out(json.dumps({k: sorted([list(x) for x in v], key=row_key) for k, v in rows.items()},
                        indent=2, ensure_ascii=False))
         return EXIT_OK
     for rel, rs in rows.items():
-        if a.relation and rel not in a.relation:
-            continue
         out(f"// {rel}: {len(rs)} row{'s' if len(rs) != 1 else ''}")
         for row in sorted(rs, key=row_key):
             out(show_atom(rel, row) + ".")
     return EXIT_OK
 
 
+def relation_rows(a: argparse.Namespace, names: list[str]) -> dict[str, set[Row]]:
+    """The rows of the relations ``names`` (``eval -r``), sorted by name: an unknown name is
+    ``unknown-relation``; only their dependency cone is evaluated (engine/compile/restrict.py),
+    over the cone's facts of the rule files and of ``--store``."""
+    program = compile_rules(rule_files(a, a.files), a.strict)
+    part = restrict(program, names)
+    r = Reasoner(part)
+    if a.store:  # the whole program opens the store (as every command: its schema checked)
+        from grantlog.store import open_store
+
+        st = open_store(a.store, program, create=a.create)
+        try:
+            rev, stored = st.snapshot([rel for rel in part.relations if rel in st.tables])
+        finally:
+            st.close()
+        r.seed({rel: rs for rel, rs in stored.items() if rs}, rev)
+    return {rel: r.rows(rel) for rel in sorted(set(names))}
+
+
 def cmd_query(a: argparse.Namespace) -> int:
-    *files, goal = a.args
+    files, goal = a.files, a.goal
     r = load(a, files)
     answers = r.query(goal)
     if a.json:
@@ -43,7 +62,7 @@ def cmd_query(a: argparse.Namespace) -> int:
 
 
 def cmd_explain(a: argparse.Namespace) -> int:
-    *files, goal = a.args
+    files, goal = a.files, a.goal
     r = load(a, files)
     ex = r.explain(goal)
     render = {"text": ex.render, "json": ex.to_json, "dot": ex.to_dot,
@@ -53,16 +72,15 @@ def cmd_explain(a: argparse.Namespace) -> int:
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    if len(a.args) < 3:  # a usage error: exit 2, like argparse's own
-        sys.stderr.write("grantlog check: usage: grantlog check [--model M] [--facts F] "
-                         "FILE... SUBJECT OPERATION RESOURCE\n")
-        return EXIT_USER
-    *files, subject, operation, resource = a.args
+    files, subject, operation, resource = a.files, a.subject, a.operation, a.resource
     r = load(a, files)
-    d = r.check(subject, operation, resource)
+    d = r.check(subject, operation, resource, strict=a.strict)
+    warn(d.warnings)
     goal = show_atom(r.program.decision, (subject, operation, resource))
     if a.json:
         payload: dict[str, Any] = {"goal": goal, "allowed": d.allowed, "reasons": list(d.reasons)}
+        if d.warnings:
+            payload["warnings"] = to_json(d.warnings)
         if a.explain:
             payload["explanation"] = r.explain(goal).to_dict()
         out(json.dumps(payload, indent=2, ensure_ascii=False))
@@ -76,20 +94,19 @@ def cmd_check(a: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    sp = add_command(sub, "eval", "evaluate rule files and print every relation", inputs=True)
-    sp.add_argument("files", nargs="*", metavar="FILE")
-    sp.add_argument("--json", action="store_true")
-    sp.add_argument("--relation", "-r", action="append", help="print only this relation")
+    sp = add_command(sub, "eval", "evaluate rule files and print every relation", inputs=True,
+                     json=True)
+    sp.add_argument("--relation", "-r", action="append", metavar="REL",
+                    help="print only this relation (repeatable)")
     sp.set_defaults(fn=cmd_eval)
 
     sp = add_command(sub, "query", "print every answer to a goal, e.g. 'allowed(U, read, t1)'",
-                     inputs=True, args="FILE... GOAL")
+                     inputs=True, args=("GOAL",), json=True)
     sp.set_defaults(fn=cmd_query)
 
     sp = add_command(sub, "explain", "explain why a goal holds (a proof tree) or why it does "
                      "not (a why-not tree: each rule that could derive it and the literals "
-                     "that fail)", inputs=True)
-    sp.add_argument("args", nargs="+", metavar="FILE... GOAL")
+                     "that fail)", inputs=True, args=("GOAL",))
     sp.add_argument("--format", choices=["text", "json", "dot", "mermaid"], default="text",
                     help="text (a tree, the default), json, Graphviz dot, or a Mermaid "
                     "flowchart")
@@ -97,9 +114,8 @@ def add_parser(sub: Any) -> None:
                     help="same as --format json")
     sp.set_defaults(fn=cmd_explain)
 
-    sp = add_command(sub, "check", "decide allowed(SUBJECT, OPERATION, RESOURCE)", inputs=True)
-    sp.add_argument("args", nargs="+", metavar="FILE... SUBJECT OPERATION RESOURCE")
+    sp = add_command(sub, "check", "decide allowed(SUBJECT, OPERATION, RESOURCE)", inputs=True,
+                     args=("SUBJECT", "OPERATION", "RESOURCE"), json=True)
     sp.add_argument("--explain", action="store_true",
                     help="print the proof (ALLOW) or the why-not tree (DENY)")
-    sp.add_argument("--json", action="store_true")
     sp.set_defaults(fn=cmd_check)

@@ -54,6 +54,18 @@ class Tokens:
             return 401
         return 200 if scope in found or "admin" in found else 403
 
+    @staticmethod
+    def unauthorized(header: str | None) -> str:
+        """Why a request answered 401 was refused, in words: no token, a header that is not
+        a bearer token, or a token that is not valid (never the token itself)."""
+        scheme, _, credentials = (header or "").strip().partition(" ")
+        if not scheme:
+            return "a bearer token is needed (`Authorization: Bearer TOKEN`)"
+        if scheme.lower() != "bearer" or not credentials.strip():
+            return ("the `Authorization` header is not a bearer token: send "
+                    "`Authorization: Bearer TOKEN`")
+        return "the bearer token is not valid: it is none of the server's tokens"
+
 
 def parse(text: str, where: str) -> list[tuple[bytes, frozenset[str]]]:
     out: list[tuple[bytes, frozenset[str]]] = []

@@ -13,7 +13,8 @@ import sys
 import tempfile
 from typing import Any
 
-from grantlog.grammar.diagnostics import GrantlogError, Span, error
+from grantlog.cli.inputs import HELP_FACTS, HELP_STRICT, add_json, add_model
+from grantlog.grammar.diagnostics import GrantlogError, Span, error, plural
 
 #: the limits reads and connections run under, each a positive number: (flag, type, default,
 #: metavar, help)
@@ -40,14 +41,17 @@ LIMITS: tuple[tuple[str, type, float, str, str], ...] = (
 def add_parser(sub: Any) -> None:
     sp = sub.add_parser("serve", help="the decision service over HTTP/JSON (docs/service.md)",
                         description="serve decisions over HTTP/JSON (docs/service.md)")
-    sp.add_argument("rules", nargs="*", metavar="RULES",
+    sp.add_argument("files", nargs="*", metavar="FILE",
                     help="rule files (or directories); with --store, optional: the store's "
                     "policy (installed by an earlier start or PUT /v1/policy) is served")
-    sp.add_argument("--model", "-m", help="a shipped model (see `grantlog models`)")
+    add_model(sp)
+    sp.add_argument("--facts", "-f", action="append", metavar="FILE", help=HELP_FACTS)
     sp.add_argument("--store", "-s", metavar="URL",
                     help="the facts' store (needed with more than one worker)")
+    sp.add_argument("--create", action="store_true",
+                    help="create the --store if it does not exist (else: store-not-found)")
     sp.add_argument("--host", default="127.0.0.1", help="the address to bind (127.0.0.1)")
-    sp.add_argument("--port", type=int, default=8181)
+    sp.add_argument("--port", type=int, default=8181, help="the port to listen on (8181)")
     sp.add_argument("--workers", type=int, default=1,
                     help="worker processes; they share the store and follow its log")
     sp.add_argument("--tokens", metavar="FILE",
@@ -55,10 +59,13 @@ def add_parser(sub: Any) -> None:
                     "(scopes: check, write, admin); also $GRANTLOG_TOKENS")
     sp.add_argument("--allow-unauthenticated-writes", action="store_true",
                     help="without --tokens, accept writes from anyone (local development)")
-    sp.add_argument("--max-body", type=int, default=8 * 2**20, metavar="BYTES")
-    sp.add_argument("--max-batch", type=int, default=10_000, metavar="N")
+    sp.add_argument("--max-body", type=int, default=8 * 2**20, metavar="BYTES",
+                    help="refuse a request body larger than this, 413 (default 8 MiB)")
+    sp.add_argument("--max-batch", type=int, default=10_000, metavar="N",
+                    help="the most checks one batch request may hold (default 10000)")
     sp.add_argument("--ssl-certfile", metavar="FILE", help="serve HTTPS with this certificate")
-    sp.add_argument("--ssl-keyfile", metavar="FILE")
+    sp.add_argument("--ssl-keyfile", metavar="FILE",
+                    help="the private key of --ssl-certfile")
     sp.add_argument("--watch", action="append", metavar="REL",
                     help="a relation whose changes /v1/watch streams and /v1/write reports, "
                     "e.g. allowed (repeatable; default: none, because every write then "
@@ -82,8 +89,12 @@ def add_parser(sub: Any) -> None:
                     "repeatable")
     for flag, kind, default, metavar, help in LIMITS:
         sp.add_argument(flag, type=kind, default=default, metavar=metavar, help=help)
-    sp.add_argument("--strict", action="store_true")
-    sp.add_argument("--log-level", default="warning")
+    sp.add_argument("--strict", action="store_true", help=HELP_STRICT)
+    add_json(sp, "also announce the start on stderr as a JSON line (rule files, policy, "
+             "workers, url), for scripts")
+    sp.add_argument("--log-level", default="warning",
+                    choices=["critical", "error", "warning", "info", "debug", "trace"],
+                    help="the server's log level (default warning)")
     sp.set_defaults(fn=cmd_serve)
 
 
@@ -103,14 +114,14 @@ def cmd_serve(a: argparse.Namespace) -> int:
     from . import policy
 
     here = COMMAND_LINE
-    rules = rule_files(a, a.rules) if a.rules or a.model or not a.store else []
+    rules = rule_files(a, a.files) if a.files or a.model or a.facts or not a.store else []
     if a.workers < 1:
         raise GrantlogError([error("bad-option", "--workers must be at least 1", here)])
     if a.workers > 1 and not a.store:
         raise GrantlogError([error(
             "bad-option", "several workers need a store to share facts", here,
             "add --store sqlite:///facts.db (or postgresql://...), or use one worker")])
-    config = Config(rules=rules, store=a.store, tokens=a.tokens,
+    config = Config(rules=rules, store=a.store, create=a.create, tokens=a.tokens,
                     allow_unauthenticated_writes=a.allow_unauthenticated_writes,
                     strict=a.strict, max_body=a.max_body, max_batch=a.max_batch,
                     watch=a.watch or [], decision_log=a.decision_log,
@@ -126,6 +137,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
     if not 0.0 <= a.decision_log_sample <= 1.0:
         raise GrantlogError([error("bad-option", "--decision-log-sample is a share from 0 to 1",
                                    here)])
+    _check_listen(a.host, a.port)  # a port in use is exit 2, before anything says "listening"
     ssl: dict[str, Any] = {"ssl_certfile": a.ssl_certfile, "ssl_keyfile": a.ssl_keyfile} \
         if a.ssl_certfile else {}
     from . import auth, protocol
@@ -136,15 +148,16 @@ def cmd_serve(a: argparse.Namespace) -> int:
     if a.workers == 1:
         app = create_app(config)  # errors in the rules or the store surface here, exit 2
         program = app.state.service.program
-        sys.stderr.write(f"grantlog serve: {len(program.files)} rule files, policy "
+        sys.stderr.write(f"grantlog serve: {plural(len(program.files), 'rule file')}, policy "
                          f"{program.digest}, listening on "
                          f"http{'s' if ssl else ''}://{a.host}:{a.port}\n")
+        _announce(a, program, 1, ssl)
         uvicorn.run(app, host=a.host, port=a.port, log_level=a.log_level,
                     access_log=False, http=protocol.PATH, **ssl)
         return 0
     # install the rules in the store (or find its policy) before starting the workers, which
     # read the store's newest policy: errors in the rules or the store surface here, exit 2
-    program, _ = policy.initial(rules, a.store, True, a.strict)
+    program, _ = policy.initial(rules, a.store, True, a.strict, a.create)
     check_watched(program, config.watch or [], "<command line>")
     config.install = False
     os.environ[CONFIG_ENV] = config.to_env()
@@ -154,6 +167,7 @@ def cmd_serve(a: argparse.Namespace) -> int:
         os.environ[MULTIPROC_ENV] = shared
     sys.stderr.write(f"grantlog serve: {a.workers} workers, policy {program.digest}, on "
                      f"http{'s' if ssl else ''}://{a.host}:{a.port}\n")
+    _announce(a, program, a.workers, ssl)
     try:
         uvicorn.run("grantlog.service.app:from_env", factory=True, host=a.host, port=a.port,
                     workers=a.workers, log_level=a.log_level, access_log=False,
@@ -162,3 +176,42 @@ def cmd_serve(a: argparse.Namespace) -> int:
         if shared is not None:
             shutil.rmtree(shared, ignore_errors=True)
     return 0
+
+
+def _announce(a: argparse.Namespace, program: Any, workers: int, ssl: dict[str, Any]) -> None:
+    """With ``--json``, the start said again as one JSON line on stderr, for scripts:
+    ``{"serving": {"rule_files", "policy", "workers", "url"}}``."""
+    import json
+
+    if a.json:
+        url = f"http{'s' if ssl else ''}://{a.host}:{a.port}"
+        sys.stderr.write(json.dumps({"serving": {"rule_files": len(program.files),
+                                                 "policy": program.digest,
+                                                 "workers": workers, "url": url}}) + "\n")
+        sys.stderr.flush()
+
+
+def _check_listen(host: str, port: int) -> None:
+    """``cannot-listen`` when ``host:port`` cannot be bound as uvicorn binds it (a port in
+    use, a privileged port, an address not of this machine), before the rules are loaded."""
+    import errno
+    import socket
+
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    why = None
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            why = ("the port is in use" if exc.errno == errno.EADDRINUSE
+                   else "permission denied" if exc.errno == errno.EACCES
+                   else (exc.strerror or str(exc)).lower())
+    if why is not None:
+        where = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
+        raise GrantlogError([error(
+            "cannot-listen", f"cannot listen on `{where}`: {why}",
+            Span("<command line>", 0, 0, 0, 0),
+            "stop the other server, or choose another port with --port (or address with --host)")])

@@ -19,12 +19,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from grantlog.engine.answer.decide import decide_or_deny
-from grantlog.engine.compile.columns import reach, suggestion
+from grantlog.engine.answer.vocabulary import CODE, to_json
 from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError, error
 
 from . import reads
-from .http import BODY_TIMEOUT, JSON, BadRequest, get_int, get_str, here, problem_body
+from .http import (
+    BODY_TIMEOUT,
+    JSON,
+    BadRequest,
+    get_int,
+    get_str,
+    get_strict,
+    here,
+    problem_body,
+)
 from .state import Service, endpoint
 
 
@@ -43,51 +52,31 @@ def answer_check(svc: Service, subject: str, operation: str, resource: str,
     svc.metrics.decided["allow" if d.allowed else "deny"].inc()
     out: dict[str, Any] = {"allowed": d.allowed, "reasons": list(d.reasons),
                            "revision": d.revision}
-    if not d.allowed:
-        warning = unknown_operation(svc, operation)
-        if warning is not None:
-            out["warnings"] = [warning]
+    if d.warnings:  # a deny that is only a typo (engine/answer/vocabulary.py)
+        out["warnings"] = to_json(d.warnings)
     return out
 
 
-def unknown_operation(svc: Service, operation: str) -> dict[str, Any] | None:
-    """The ``unknown-operation`` warning of a denied check whose operation no rule, rule-file
-    fact or stored fact can ever put in the decision's operation column (a typo, not a
-    policy decision: engine/compile/columns.py), else None."""
-    program = svc.program
-    try:
-        got = reach(program, program.decision, 1, operation)
-    except (KeyError, IndexError):  # no decision relation of three columns
-        return None
-    if got.static or any(svc.reasoner.holds_value(rel, col, operation)
-                         for rel, col in got.bases):
-        return None
-    near = suggestion(program, program.decision, 1, operation)
-    return {"code": "unknown-operation",
-            "message": f"no rule or fact knows the operation `{operation}`: the deny says "
-                       "nothing of the policy",
-            "help": f"did you mean `{near}`?" if near else None}
-
-
-def strict_unknown(svc: Service, answers: list[dict[str, Any]]) -> None:
-    """With ``--strict``, a check of an unknown operation is an error (422), not a deny."""
-    if not svc.config.strict:
+def strict_unknown(answers: list[dict[str, Any]], strict: bool) -> None:
+    """With ``strict`` (the request's or the server's), a check of a constant no rule,
+    declaration or fact mentions is an error (422 ``unknown-constant``), not a deny."""
+    if not strict:
         return
     for out in answers:
         for w in out.get("warnings", ()):
-            if w["code"] == "unknown-operation":
-                raise BadRequest(422, "unknown-operation", w["message"],
-                                 [error("unknown-operation", w["message"], here("<request>"),
-                                        w["help"])])
+            if w["code"] == CODE:
+                raise BadRequest(422, CODE, w["message"],
+                                 [error(CODE, w["message"], here("<request>"), w["help"])])
 
 
 @endpoint("check", "check")
 async def check(svc: Service, request: Request) -> Response:
-    """POST /v1/check {subject, operation, resource, at_least_revision?, explain?}"""
+    """POST /v1/check {subject, operation, resource, at_least_revision?, explain?, strict?}"""
     data = await svc.body(request)
     s, o, r = (get_str(data, k) for k in ("subject", "operation", "resource"))
     assert s is not None and o is not None and r is not None
     at_least = get_int(data, "at_least_revision")
+    strict = get_strict(data, svc.config.strict)
     t0 = time.perf_counter()
     if (at_least is not None and at_least > svc.reasoner.revision) or data.get("explain"):
         out = await run_in_threadpool(answer_check, svc, s, o, r, at_least)
@@ -96,7 +85,7 @@ async def check(svc: Service, request: Request) -> Response:
             out["explanation"] = await reads.explanation(svc, goal)
     else:
         out = answer_check(svc, s, o, r, None)  # no thread hop
-    strict_unknown(svc, [out])
+    strict_unknown([out], strict)
     if svc.dlog is not None:
         svc.dlog.log("check", svc.dlog.request_id(request.headers),
                      {"subject": s, "operation": o, "resource": r},
@@ -107,7 +96,8 @@ async def check(svc: Service, request: Request) -> Response:
 
 @endpoint("check_batch", "check")
 async def check_batch(svc: Service, request: Request) -> Response:
-    """POST /v1/check/batch {checks: [{subject, operation, resource}...], at_least_revision?}"""
+    """POST /v1/check/batch {checks: [{subject, operation, resource}...], at_least_revision?,
+    strict?}"""
     data = await svc.body(request)
     checks = data.get("checks")
     if not isinstance(checks, list):
@@ -123,13 +113,14 @@ async def check_batch(svc: Service, request: Request) -> Response:
                              "`operation` and `resource`")
         triples.append((c["subject"], c["operation"], c["resource"]))
     at_least = get_int(data, "at_least_revision")
+    strict = get_strict(data, svc.config.strict)
 
     def run() -> dict[str, Any]:
         if at_least is not None:
             svc.reasoner.wait_for(at_least)
         t0 = time.perf_counter()
         results = [answer_check(svc, s, o, r, None) for s, o, r in triples]
-        strict_unknown(svc, results)
+        strict_unknown(results, strict)
         revision = max((x["revision"] for x in results), default=svc.reasoner.revision)
         dlog = svc.dlog
         rid = dlog.request_id(request.headers) if dlog is not None else ""
@@ -248,7 +239,7 @@ class FastCheck:
                 and type(data.get("operation")) is str and type(data.get("resource")) is str):
             decided = answer_check(svc, data["subject"], data["operation"], data["resource"], None)
         if decided is not None and svc.config.strict and "warnings" in decided:
-            decided = None  # the slow path answers 422 unknown-operation
+            decided = None  # the slow path answers 422 unknown-constant
         if decided is not None:
             status = 200
             if svc.dlog is not None:

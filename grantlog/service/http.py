@@ -206,3 +206,12 @@ def parse_object(raw: bytes) -> dict[str, Any]:
         raise BadRequest(400, "malformed-json", "the body must be a JSON object")
     return data
 
+
+
+def get_strict(data: dict[str, Any], server: bool) -> bool:
+    """A question's ``strict`` (a constant no rule, declaration or fact mentions is a 422
+    ``unknown-constant`` instead of a warning): the request's, or the server's ``--strict``."""
+    v = data.get("strict", False)
+    if not isinstance(v, bool):
+        raise BadRequest(422, "bad-request", "`strict` must be true or false")
+    return v or server

@@ -9,11 +9,22 @@ _REV = {"type": "integer", "minimum": 0}
 _ERROR = {"type": "object", "properties": {"error": {"type": "object", "properties": {
     "code": _STR, "message": _STR, "diagnostics": {"type": "array", "items": {
         "type": "object"}}}}}}
+#: what is wrong with a question: `unknown-constant` (a subject, operation, resource, type or
+#: ancestor no rule, declaration or fact mentions: a deny or an empty answer that is a typo)
+_WARNINGS = {"type": "array", "items": {"type": "object", "required": ["code", "message"],
+                                        "properties": {"code": _STR, "message": _STR,
+                                                       "help": {"type": ["string", "null"]}}}}
+#: a question's `strict`: an unknown constant is a 422 `unknown-constant`, not a warning
+_STRICT = {"type": "boolean", "default": False,
+           "description": "a constant no rule, declaration or fact mentions is a 422 "
+                          "`unknown-constant` instead of a warning"}
 _DECISION = {"type": "object", "required": ["allowed", "reasons", "revision"], "properties": {
     "allowed": {"type": "boolean"}, "reasons": {"type": "array", "items": _STR},
-    "revision": _REV, "error": {"type": "object"}, "explanation": {"type": "object"}}}
+    "revision": _REV, "error": {"type": "object"}, "explanation": {"type": "object"},
+    "warnings": _WARNINGS}}
 _ANSWERS = {"description": "NDJSON (one `{resource|subject: value}` per line, then "
-            "`{revision, count}`), or with `limit`/`cursor` one JSON page",
+            "`{revision, count, warnings?}`), or with `limit`/`cursor` one JSON page "
+            "(`warnings` when an empty answer has an unknown constant)",
             "content": {"application/x-ndjson": {"schema": _STR},
                         "application/json": {"schema": {"type": "object"}}}}
 
@@ -54,7 +65,7 @@ def _json(schema: dict[str, Any], what: str = "ok") -> dict[str, Any]:
 
 def document() -> dict[str, Any]:
     check = {"subject": _STR, "operation": _STR, "resource": _STR,
-             "at_least_revision": _REV, "explain": {"type": "boolean"}}
+             "at_least_revision": _REV, "explain": {"type": "boolean"}, "strict": _STRICT}
     return {
         "openapi": "3.1.0",
         "info": {"title": "grantlog decision service", "version": "1",
@@ -67,18 +78,20 @@ def document() -> dict[str, Any]:
             "/v1/check/batch": _post(
                 "up to 10,000 decisions", ["checks"],
                 {"checks": {"type": "array", "items": {"type": "object", "properties": check}},
-                 "at_least_revision": _REV},
+                 "at_least_revision": _REV, "strict": _STRICT},
                 _json({"type": "object", "properties": {
                     "results": {"type": "array", "items": _DECISION}, "revision": _REV}})),
             "/v1/list": _post("resources a subject may use an operation on",
                               ["subject", "operation"],
                               {"subject": _STR, "operation": _STR, "type": _STR,
                                "within": _STR, "at_least_revision": _REV,
-                               "limit": {"type": "integer"}, "cursor": _STR}, _ANSWERS),
+                               "limit": {"type": "integer"}, "cursor": _STR,
+                               "strict": _STRICT}, _ANSWERS),
             "/v1/who": _post("subjects that may use an operation on a resource",
                              ["operation", "resource"],
                              {"operation": _STR, "resource": _STR, "at_least_revision": _REV,
-                              "limit": {"type": "integer"}, "cursor": _STR}, _ANSWERS),
+                              "limit": {"type": "integer"}, "cursor": _STR,
+                              "strict": _STRICT}, _ANSWERS),
             "/v1/filter": _post(
                 "the condition a resource must meet (a data filter), as JSON and SQL",
                 ["subject", "operation"],
@@ -87,9 +100,10 @@ def document() -> dict[str, Any]:
                  "layout": {"type": "object", "properties": {
                      k: _STR for k in ("table", "schema", "catalog", "id", "type", "parent",
                                        "path", "path_separator")}},
-                 "at_least_revision": _REV, "timeout_ms": {"type": "integer"}},
+                 "at_least_revision": _REV, "timeout_ms": {"type": "integer"},
+                 "strict": _STRICT},
                 _json({"type": "object", "properties": {
-                    "condition": {}, "sql": _STR, "revision": _REV}})),
+                    "condition": {}, "sql": _STR, "revision": _REV, "warnings": _WARNINGS}})),
             "/v1/data/{path}": _post(
                 "OPA's Data API for a mapped platform's plugin (`--opa trino|polaris|FILE`, "
                 "docs/opa.md): allow, batch, row filters, column masks", ["input"],

@@ -66,13 +66,15 @@ def from_store(stored: StoredPolicy, strict: bool) -> ir.Program:
 
 
 def initial(rules: list[str], store: str | None, install: bool, strict: bool,
-            ) -> tuple[ir.Program, int]:
-    """The policy a worker starts with, and its serial in the store (0: none)."""
+            create: bool = False) -> tuple[ir.Program, int]:
+    """The policy a worker starts with, and its serial in the store (0: none). ``create``:
+    a store that does not exist is created for the rules (else ``store-not-found``)."""
     if store is None:
         return compile_program(None, rules, strict=strict), 0
     if install and rules:
         program = compile_program(None, rules, strict=strict)
-        st = open_store(store, program)  # tables for it, or store-schema-mismatch
+        # tables for it, or store-schema-mismatch (store-not-found unless `create`)
+        st = open_store(store, program, create=create)
         try:
             stored = st.policy()
             if stored is None or stored.hash != program.digest:

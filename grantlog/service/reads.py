@@ -21,10 +21,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from grantlog.engine.answer.vocabulary import to_json
 from grantlog.engine.core import ir
-from grantlog.grammar.diagnostics import GrantlogError, Span, error
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 
-from .http import BadRequest, cursor_value, get_int, get_str, here, nat
+from .http import BadRequest, cursor_value, get_int, get_str, get_strict, here, nat
 from .snapshots import Renderer
 from .state import Service, endpoint
 
@@ -61,14 +62,17 @@ def _page(values: list[Any], after: Any, limit: int | None) -> tuple[list[Any], 
 
 
 def _answers(values: list[Any], revision: int, key: str, paged: bool, after: Any,
-             limit: int | None, max_rows: int, chunk: int) -> Rendered:
+             limit: int | None, max_rows: int, chunk: int,
+             warnings: Iterable[Diagnostic] = ()) -> Rendered:
     """A listing's answer: a page as one JSON object, or every answer as NDJSON lines (one
-    ``{key: value}`` each, then ``{"revision", "count"}``)."""
+    ``{key: value}`` each, then ``{"revision", "count"}``); ``warnings`` (an empty answer's
+    unknown constants) in the object or the last line."""
+    extra = {"warnings": to_json(warnings)} if warnings else {}
     if paged:
         page, last = _page(values, after, limit)
         cursor = None if last is None else orjson.dumps(last).decode()
         return 200, JSON_TYPE, [orjson.dumps({key + "s": page, "next_cursor": cursor,
-                                              "revision": revision})], \
+                                              "revision": revision, **extra})], \
             {"size": len(page), "revision": revision, "next_cursor": cursor is not None}
     if len(values) > max_rows:
         raise _too_large(len(values), max_rows)
@@ -76,7 +80,7 @@ def _answers(values: list[Any], revision: int, key: str, paged: bool, after: Any
     def lines() -> Iterator[bytes]:
         for i in range(0, len(values), chunk):
             yield b"".join(orjson.dumps({key: v}) + b"\n" for v in values[i:i + chunk])
-        yield orjson.dumps({"revision": revision, "count": len(values)}) + b"\n"
+        yield orjson.dumps({"revision": revision, "count": len(values), **extra}) + b"\n"
 
     return 200, NDJSON, lines(), {"size": len(values), "revision": revision}
 
@@ -84,14 +88,15 @@ def _answers(values: list[Any], revision: int, key: str, paged: bool, after: Any
 # -- what the snapshots run (module-level functions: they travel by name) -----------------------
 
 def render_list(r: Any, subject: str, operation: str, type: str | None, within: str | None,
-                **page: Any) -> Rendered:
-    got = r.list(subject, operation, type, within)
-    return _answers(list(got), got.revision, "resource", **page)
+                strict: bool = False, **page: Any) -> Rendered:
+    got = r.list(subject, operation, type, within, strict=strict)
+    return _answers(list(got), got.revision, "resource", **page, warnings=got.warnings)
 
 
-def render_who(r: Any, operation: str, resource: str, **page: Any) -> Rendered:
-    got = r.who(operation, resource)
-    return _answers(list(got), got.revision, "subject", **page)
+def render_who(r: Any, operation: str, resource: str, strict: bool = False,
+               **page: Any) -> Rendered:
+    got = r.who(operation, resource, strict=strict)
+    return _answers(list(got), got.revision, "subject", **page, warnings=got.warnings)
 
 
 def render_query(r: Any, goal: str, paged: bool, after: Any, limit: int | None,
@@ -129,9 +134,11 @@ def render_explain(r: Any, goal: str, fmt: str) -> Rendered:
 
 
 def render_filter(r: Any, subject: str, operation: str, type: str | None, layout: Any,
-                  dialect: str | None) -> Rendered:
-    f = r.filter(subject, operation, type)
+                  dialect: str | None, strict: bool = False) -> Rendered:
+    f = r.filter(subject, operation, type, strict=strict)
     out: dict[str, Any] = {"condition": f.to_dict()["condition"], "revision": f.revision}
+    if f.warnings:
+        out["warnings"] = to_json(f.warnings)
     if layout is not None and dialect is not None:
         from grantlog.filters import to_sql
 
@@ -199,7 +206,8 @@ async def explanation(svc: Service, goal: str) -> Any:
 
 @endpoint("list", "check")
 async def list_(svc: Service, request: Request) -> Response:
-    """POST /v1/list {subject, operation, type?, within?, at_least_revision?, limit?, cursor?}"""
+    """POST /v1/list {subject, operation, type?, within?, at_least_revision?, limit?, cursor?,
+    strict?}"""
     data = await svc.body(request)
     s, o = get_str(data, "subject"), get_str(data, "operation")
     typ, within = get_str(data, "type", False), get_str(data, "within", False)
@@ -208,19 +216,21 @@ async def list_(svc: Service, request: Request) -> Response:
              "limit": paging["limit"], "cursor": data.get("cursor"),
              "timeout_ms": data.get("timeout_ms")}
     return await _run(svc, request, asked, get_int(data, "at_least_revision"), render_list,
-                      subject=s, operation=o, type=typ, within=within, **paging)
+                      subject=s, operation=o, type=typ, within=within,
+                      strict=get_strict(data, svc.config.strict), **paging)
 
 
 @endpoint("who", "check")
 async def who(svc: Service, request: Request) -> Response:
-    """POST /v1/who {operation, resource, at_least_revision?, limit?, cursor?}"""
+    """POST /v1/who {operation, resource, at_least_revision?, limit?, cursor?, strict?}"""
     data = await svc.body(request)
     o, r = get_str(data, "operation"), get_str(data, "resource")
     paging = _paging(svc, data, True)
     asked = {"operation": o, "resource": r, "limit": paging["limit"],
              "cursor": data.get("cursor"), "timeout_ms": data.get("timeout_ms")}
     return await _run(svc, request, asked, get_int(data, "at_least_revision"), render_who,
-                      operation=o, resource=r, **paging)
+                      operation=o, resource=r, strict=get_strict(data, svc.config.strict),
+                      **paging)
 
 
 @endpoint("query", "check")
@@ -252,7 +262,7 @@ async def explain(svc: Service, request: Request) -> Response:
 async def filter_(svc: Service, request: Request) -> Response:
     """POST /v1/filter {subject, operation, type?, sql?: sqlite|postgres|spark|trino,
     layout?: {table, schema?, catalog?, id, type?, parent?, path?, path_separator?},
-    at_least_revision?, timeout_ms?}: the
+    at_least_revision?, timeout_ms?, strict?}: the
     condition a resource must meet (docs/filters.md), as JSON and, with ``sql`` and
     ``layout``, as a WHERE condition over the caller's catalog table."""
     data = await svc.body(request)
@@ -271,7 +281,8 @@ async def filter_(svc: Service, request: Request) -> Response:
              "layout_table": lay.table if lay is not None else None,
              "timeout_ms": data.get("timeout_ms")}
     return await _run(svc, request, asked, get_int(data, "at_least_revision"), render_filter,
-                      subject=s, operation=o, type=typ, layout=lay, dialect=dialect)
+                      subject=s, operation=o, type=typ, layout=lay, dialect=dialect,
+                      strict=get_strict(data, svc.config.strict))
 
 
 @endpoint("relations", "check")

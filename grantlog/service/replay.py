@@ -1,4 +1,4 @@
-"""``grantlog logs replay LOG... --rules NEW...``: re-decide logged requests under other rules.
+"""``grantlog logs replay LOG... --rules NEW``: re-decide logged requests under other rules.
 
 A what-if on real traffic: each logged check (from ``grantlog serve --decision-log``) is
 decided again under the new rules, over the facts of ``--store`` (its current revision) and
@@ -17,7 +17,14 @@ import json
 import sys
 from typing import Any
 
-from grantlog.engine import compile_program
+from grantlog.cli.inputs import (
+    HELP_STRICT,
+    add_inputs,
+    add_json,
+    compile_rules,
+    reasoner,
+    rule_files,
+)
 from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError, Span, error, render_all, warning
 
@@ -29,14 +36,17 @@ def add_parser(sub: Any) -> None:
                         description="decision logs of `grantlog serve`")
     lsub = sp.add_subparsers(dest="logs_command", required=True, metavar="COMMAND")
     rp = lsub.add_parser("replay", help="re-decide logged requests under other rules and show "
-                         "the decisions that would change, with proofs")
-    rp.add_argument("logs", nargs="+", metavar="LOG")
-    rp.add_argument("--rules", "-r", nargs="+", required=True, metavar="FILE")
-    rp.add_argument("--facts", "-f", action="append", default=[], metavar="FILE")
-    rp.add_argument("--store", "-s", metavar="URL", help="decide over this store's facts")
-    rp.add_argument("--no-proofs", action="store_true")
-    rp.add_argument("--json", action="store_true")
-    rp.add_argument("--strict", action="store_true")
+                         "the decisions that would change, with proofs",
+                         description="re-decide the checks of decision logs under other rules "
+                         "(--model, --rules, --facts) over the facts of --store and show the "
+                         "decisions that would change, with proofs; exit 1 if any would")
+    rp.add_argument("logs", nargs="+", metavar="LOG",
+                    help="decision logs written by `grantlog serve --decision-log`")
+    add_inputs(rp, files="option")
+    rp.add_argument("--no-proofs", action="store_true",
+                    help="list the changed decisions without proofs")
+    add_json(rp)
+    rp.add_argument("--strict", action="store_true", help=HELP_STRICT)
     rp.set_defaults(fn=cmd_replay)
 
 
@@ -79,13 +89,10 @@ def _entries(paths: list[str]) -> list[tuple[str, int, dict[str, Any]]]:
 
 
 def cmd_replay(a: argparse.Namespace) -> int:
-    from grantlog.reasoner import Reasoner
 
-    program = compile_program(None, [*a.rules, *a.facts], strict=a.strict)
-    if program.warnings:
-        sys.stderr.write(render_all(program.warnings, program.sources) + "\n")
+    program = compile_rules(rule_files(a, a.rules), a.strict)
     entries = _entries(a.logs)
-    r = Reasoner(program, store=a.store, follow=False) if a.store else Reasoner(program)
+    r = reasoner(a, program)
     changed: list[dict[str, Any]] = []
     masked = replayed = other = 0
     try:

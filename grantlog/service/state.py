@@ -22,7 +22,7 @@ from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError, error
 from grantlog.reasoner import Reasoner
 from grantlog.store import StoredPolicy
-from grantlog.store.base import policy_conflict
+from grantlog.store.records import policy_conflict
 
 from . import auth, http, metrics, policy
 from .decisionlog import DecisionLog
@@ -76,6 +76,8 @@ class Config:
     #: install ``rules`` in the store as its policy when starting (the command line's process;
     #: the workers it starts read the store's newest policy instead)
     install: bool = True
+    #: create the store when it does not exist (``--create``; else ``store-not-found``)
+    create: bool = False
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -102,7 +104,7 @@ class Service:
         #: ready again, so that traffic can try: a write that fails again renews it)
         self.write_error: tuple[str, str, float] | None = None
         self.program, self.serial = policy.initial(config.rules, config.store, config.install,
-                                                   config.strict)
+                                                   config.strict, config.create)
         self.decision = self.program.decision
         self.watched = list(config.watch or [])
         check_watched(self.program, self.watched, "<command line>")
@@ -292,10 +294,10 @@ class Service:
         return http.parse_object(await http.read_body(request, self.config.max_body))
 
     def authorize(self, request: Request, scope: str) -> None:
-        status = self.tokens.allows(request.headers.get("authorization"), scope)
-        if status == 401:
-            raise BadRequest(401, "unauthorized", "a bearer token is needed "
-                             "(`Authorization: Bearer TOKEN`)")
+        header = request.headers.get("authorization")
+        status = self.tokens.allows(header, scope)
+        if status == 401:  # missing, or not valid: the message says which
+            raise BadRequest(401, "unauthorized", self.tokens.unauthorized(header))
         if status == 403:
             why = (f"the token lacks the `{scope}` scope" if self.tokens.enabled else
                    "admin operations need an admin token (start the server with --tokens "

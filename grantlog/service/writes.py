@@ -13,6 +13,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from grantlog.grammar.diagnostics import display_path
+
 from . import policy
 from .http import JSON, BadRequest, get_int, get_str, nat
 from .state import Service, endpoint
@@ -58,10 +60,11 @@ async def write(svc: Service, request: Request) -> Response:
 async def get_policy(svc: Service, request: Request) -> Response:
     """GET /v1/policy?sources=true: the loaded rule files, their hash (and their texts)"""
     program = svc.program
-    out = {"files": program.files, "hash": program.digest, "serial": svc.serial,
-           "decision": program.decision, "revision": svc.reasoner.revision}
+    out = {"files": [display_path(f) for f in program.files], "hash": program.digest,
+           "serial": svc.serial, "decision": program.decision,
+           "revision": svc.reasoner.revision}  # a shipped model by its name, not its path
     if request.query_params.get("sources") in ("1", "true", "yes"):
-        out["sources"] = program.sources
+        out["sources"] = {display_path(f): text for f, text in program.sources.items()}
     if svc.policy_error is not None:
         out["error"] = {"serial": svc.policy_error[0], "message": svc.policy_error[1]}
     return JSON(out)

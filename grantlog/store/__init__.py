@@ -1,7 +1,7 @@
 """Durable base facts: a store (SQLite or PostgreSQL) with revisions and a change log.
 
 >>> import grantlog                                        # doctest: +SKIP
->>> r = grantlog.Reasoner(program, store="sqlite:///facts.db")
+>>> r = grantlog.Reasoner(program, store="sqlite:///facts.db", create=True)  # doctest: +SKIP
 >>> r.insert("member", [("alice", "eng")]).revision         # written, then visible
 1
 
@@ -22,15 +22,22 @@ import time
 from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
-from .base import Revision, Store, StoredPolicy, Writer, store_error
+from .base import Store, Writer
 from .digest import Report
+from .records import Revision, StoredPolicy, not_found, store_error
 from .verify import verify_store
 
 
-def open_store(url: str, program: ir.Program | None = None, create: bool = True,
+def open_store(url: str, program: ir.Program | None = None, create: bool = False,
                verify: bool = False) -> Store:
     """Open the store at ``url`` (``sqlite:///path.db``, ``postgresql://...``). With
-    ``program``, create its tables (``create``) or check that the store fits it.
+    ``program``, add the tables of its new relations, or refuse the store if it does not fit
+    (``store-schema-mismatch``).
+
+    A store that does not exist (no SQLite file; a PostgreSQL database without grantlog's
+    tables) is refused with ``store-not-found`` — a misspelt URL must not answer from a new,
+    empty store — unless ``create`` (``grantlog store init``, ``--create``): then it is
+    created (with ``program``'s tables). A refused SQLite store leaves no file behind.
 
     ``verify`` (or ``verify=1`` in the URL's query string, which works wherever a store URL
     is given: ``grantlog serve --store``, ``check --store``, ``Reasoner(store=...)``): check
@@ -45,7 +52,7 @@ def open_store(url: str, program: ir.Program | None = None, create: bool = True,
     elif url.startswith(("postgresql:", "postgres:")):
         from .postgres import PostgresStore
 
-        st = PostgresStore(url)
+        st = PostgresStore(url, create=create)
     elif url.endswith((".db", ".sqlite", ".sqlite3")) and "://" not in url:
         from .sqlite import SqliteStore
 
@@ -54,8 +61,12 @@ def open_store(url: str, program: ir.Program | None = None, create: bool = True,
         raise store_error("bad-store-url", f"`{url}` is not a store URL", url,
                           "use sqlite:///path/facts.db or postgresql://user@host/db")
     try:
+        if not create and not st.exists():
+            raise not_found(st._shown(), f"`{st._shown()}` holds no grantlog store")
         if program is not None:
             st.open(program)
+        elif create:
+            st.create()
         if verify:
             if program is None:  # a database that is no store: `store-unavailable`
                 st.attach()

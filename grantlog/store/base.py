@@ -13,8 +13,8 @@ Tables (``T`` is a relation's table, grantlog/store/schema.py):
   added (+1) or removed (-1), net; ``row`` is the fact's values as a JSON array.
 * ``grantlog_revisions(revision, committed_at, added, removed, digest)``: one row per
   transaction; ``digest`` the checksum of its log rows (grantlog/store/digest.py), NULL for a
-  bulk load above :data:`CHECKSUM_LOAD_MAX` facts and for revisions written before checksums
-  were kept.
+  bulk load above :data:`CHECKSUM_LOAD_MAX` facts and for revisions written before
+  checksums were kept.
 * ``grantlog_checkpoint(relation, rows, digest)``: each relation's facts at the log's horizon
   as a count and a digest, kept by compaction (``grantlog_head.checkpoint`` is the revision
   they are of: the horizon, or NULL when they are not known), so that the tables can still be
@@ -35,15 +35,15 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from grantlog.engine.core import ir
 from grantlog.engine.core.results import Delta
-from grantlog.grammar.diagnostics import GrantlogError, Span, error
+from grantlog.grammar.diagnostics import GrantlogError
 
 from . import schema
 from .digest import MASK, add_log, digest, hex64
+from .records import Listener, Revision, StoredPolicy, group, policy_conflict, q, store_error
 
 #: a transaction writing this many rows refreshes the planner's statistics
 ANALYZE_AFTER = 10_000
@@ -51,79 +51,6 @@ ANALYZE_AFTER = 10_000
 #: them would add about half to a SQLite bulk load; its facts are still checked against the
 #: tables
 CHECKSUM_LOAD_MAX = 100_000
-
-def policy_conflict(expected: str, current: str, where: str) -> GrantlogError:
-    """A policy replacement whose ``if_hash`` is not the current policy's hash."""
-    return GrantlogError([error("policy-conflict", f"the policy is `{current}`, not "
-                                f"`{expected}` (`if_hash`): someone replaced it meanwhile",
-                                Span(where, 0, 0, 0, 0),
-                                "read it again (GET /v1/policy) and retry")])
-
-
-def store_error(code: str, message: str, url: str, help: str | None = None) -> GrantlogError:
-    return GrantlogError([error(code, message, Span(url, 0, 0, 0, 0), help)])
-
-
-def q(name: str) -> str:
-    """A quoted SQL identifier (column names like ``user`` or ``group`` are keywords)."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def encode_row(row: ir.Row) -> str:
-    return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-
-
-def decode_row(text: str) -> ir.Row:
-    return tuple(json.loads(text))
-
-
-@dataclass(frozen=True)
-class Revision:
-    """One committed transaction as the log has it: the facts it added and removed."""
-
-    revision: int
-    added: Delta
-    removed: Delta
-
-    def __len__(self) -> int:
-        return sum(map(len, self.added.values())) + sum(map(len, self.removed.values()))
-
-
-def group(entries: Iterable[tuple[int, str, int, str]]) -> list[Revision]:
-    """Log rows (revision, relation, sign, row), ordered by revision, as transactions."""
-    out: list[Revision] = []
-    for rev, rel, sign, text in entries:
-        if not out or out[-1].revision != rev:
-            out.append(Revision(rev, {}, {}))
-        side = out[-1].added if sign > 0 else out[-1].removed
-        side.setdefault(rel, set()).add(decode_row(text))
-    return out
-
-
-@dataclass(frozen=True)
-class StoredPolicy:
-    """A policy installed in a store: its rule files' texts, as compiled when it was set."""
-
-    serial: int
-    hash: str
-    #: the rule files named on the command line or uploaded (imports are among ``sources``)
-    roots: list[str]
-    sources: dict[str, str]
-    set_at: float
-    #: the store's revision when it was installed
-    revision: int
-
-
-class Listener(ABC):
-    """Wakes a follower when another connection may have committed."""
-
-    @abstractmethod
-    def wait(self, timeout: float) -> bool:
-        """Block up to ``timeout`` seconds; True when something may have been committed."""
-
-    @abstractmethod
-    def close(self) -> None: ...
-
 
 class Writer:
     """The open write transaction of :meth:`Store.writing`."""
@@ -365,6 +292,23 @@ class Store(ABC):
                 # a derived relation's table is created with its first base fact
                 self._pending_tables = {r: schema.table(rel)
                                         for r, rel in program.relations.items()}
+                self._commit(cur)
+            except BaseException:
+                self._rollback(cur)
+                raise
+
+    def exists(self) -> bool:
+        """Whether the database holds a store (``store init`` or ``create=True`` made it)."""
+        with self._cursor() as cur:
+            return bool(self._columns(cur, "grantlog_head"))
+
+    def create(self) -> None:
+        """Make the database an empty store: its own tables, no relation's yet."""
+        with self._cursor() as cur:
+            self._begin_write(cur)
+            try:
+                self._create_meta(cur)
+                self._upgrade(cur)
                 self._commit(cur)
             except BaseException:
                 self._rollback(cur)

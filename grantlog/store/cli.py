@@ -2,22 +2,30 @@
 
 ::
 
-    grantlog store init STORE (--rules FILE... | --model NAME)
-    grantlog store load STORE DATA... (--rules FILE... | --model NAME) [--relation REL]
-    grantlog store dump STORE (--rules ... | --model ...) -o OUT [--format gl|csv|jsonl|parquet]
-    grantlog store log STORE [--since REV] [--limit N] [--derived REL --rules/--model ...]
+    grantlog store init STORE (--model NAME | --rules FILE)
+    grantlog store load STORE DATA... (--model NAME | --rules FILE) [-r REL] [--create]
+    grantlog store dump STORE (--model ... | --rules ...) -o OUT [--format gl|csv|jsonl|parquet]
+    grantlog store log STORE [--since REV] [--limit N] [--derived REL --model/--rules ...]
     grantlog store stats STORE
     grantlog store compact STORE --keep N
     grantlog store verify STORE [--limit N]
 
-``load`` writes every fact of the data files (`.gl`, `.csv`, `.jsonl`, `.parquet`, or
-directories of them) as one transaction; ``dump`` writes the stored facts (``gl``: one file;
-the others: one file per relation in the directory OUT; Parquet is what ``grantlog spark
-run --input REL=OUT/REL.parquet`` reads). ``log --derived allowed`` replays each transaction
-and shows who gained and lost which permission. ``verify`` checks the tables against the
-change log and each revision's log rows against its checksum (grantlog/store/verify.py):
-exit 0 when the store is sound, 1 when something is wrong (the report names the relation,
-the revision and the facts), 2 when the store cannot be opened or the command is wrong.
+``--rules FILE`` names one rule file and may be repeated (``--rules a.gl --rules b.gl``);
+``--model``, ``--rules`` and ``--json`` mean what they mean in every command
+(grantlog/cli/inputs.py).
+
+``init`` creates a store (every other command refuses a store that does not exist,
+``store-not-found``: a misspelt URL must not become a new, empty store; ``load --create``
+creates one too). ``load`` writes every fact of the data files (`.gl`, `.csv`, `.jsonl`,
+`.parquet`, or directories of them) as one transaction; ``dump`` writes the stored facts
+(an OUT named for a format is one file: ``x.gl``/``x.jsonl`` every relation, ``x.csv``/
+``x.parquet`` the only one; else one file per relation in the directory OUT; Parquet is what
+``grantlog spark run --input REL=OUT/REL.parquet`` reads). ``log --derived allowed`` replays
+each transaction and shows who gained and lost which permission. ``verify`` checks the tables
+against the change log and each revision's log rows against its checksum
+(grantlog/store/verify.py): exit 0 when the store is sound, 1 when something is wrong (the
+report names the relation, the revision and the facts), 2 when the store cannot be opened or the
+command is wrong.
 """
 
 from __future__ import annotations
@@ -28,13 +36,12 @@ import sys
 import time
 from typing import Any
 
-from grantlog.engine import compile_program
+from grantlog.cli.inputs import HELP_STRICT, add_inputs, add_json, compile_rules, rule_files
 from grantlog.engine.core import ir
-from grantlog.grammar.diagnostics import GrantlogError, Span, error, render_all
-from grantlog.rules import model_path, models
+from grantlog.grammar.diagnostics import GrantlogError, Span, error, plural
 
 from . import ingest, open_store
-from .base import Revision
+from .records import Revision
 from .verify import verify_store
 
 
@@ -44,44 +51,50 @@ def add_parser(sub: Any) -> None:
     ssub = sp.add_subparsers(dest="store_command", required=True, metavar="COMMAND")
 
     def add(name: str, help: str, rules: bool | None) -> argparse.ArgumentParser:
+        """A store command; ``rules``: it reads the rules the store serves (``--model``,
+        ``--rules FILE`` repeatable: grantlog/cli/inputs.py), needed unless False."""
         p = ssub.add_parser(name, help=help, description=help)
         p.add_argument("store", metavar="STORE",
                        help="sqlite:///path.db, sqlite:////abs/path.db or postgresql://...")
         if rules is not None:
-            p.add_argument("--rules", "-r", nargs="+", metavar="FILE", default=[],
-                           help="the rule files the store serves" +
-                           ("" if rules else " (needed for --derived)"))
-            p.add_argument("--model", "-m", help="a shipped model instead of --rules")
-            p.add_argument("--strict", action="store_true",
-                           help="unknown relations are errors, not warnings")
-        p.add_argument("--json", action="store_true")
+            add_inputs(p, files="option", facts=False, store=False)
+            p.add_argument("--strict", action="store_true", help=HELP_STRICT)
+        add_json(p)
         assert isinstance(p, argparse.ArgumentParser)
         return p
 
     p = add("init", "create a store for rule files (or check an existing one fits them)", True)
     p.set_defaults(fn=cmd_init)
     p = add("load", "load fact files (.gl, .csv, .jsonl, .parquet) as one transaction", True)
-    p.add_argument("data", nargs="+", metavar="DATA")
-    p.add_argument("--relation", help="the relation of CSV/JSONL/Parquet files not named "
-                   "after one")
+    p.add_argument("data", nargs="+", metavar="DATA",
+                   help="fact files (.gl, .csv, .jsonl, .parquet) or directories of them")
+    p.add_argument("--relation", "-r", metavar="REL", help="the relation of CSV/JSONL/Parquet "
+                   "files not named after one")
+    p.add_argument("--create", action="store_true",
+                   help="create the store if it does not exist (else: store-not-found)")
     p.set_defaults(fn=cmd_load)
     p = add("dump", "write the stored facts to .gl, CSV, JSON Lines or Parquet", True)
     p.add_argument("--output", "-o", required=True, metavar="OUT",
-                   help="a .gl file (gl), else a directory: one file per relation")
-    p.add_argument("--format", "-f", choices=ingest.FORMATS, default=None,
-                   help="default: gl when OUT ends in .gl, else parquet")
+                   help="a file named for its format (.gl or .jsonl: every relation; .csv or "
+                   ".parquet: the one relation with facts), else a directory: one file per "
+                   "relation")
+    p.add_argument("--format", choices=ingest.FORMATS, default=None,
+                   help="default: OUT's suffix (.gl, .csv, .jsonl, .parquet), else parquet")
     p.set_defaults(fn=cmd_dump)
     p = add("log", "the change log: each transaction's facts, and its derived changes", False)
     p.add_argument("--since", type=int, default=None, metavar="REV",
                    help="transactions after REV (default: the oldest kept)")
-    p.add_argument("--limit", type=int, default=None, metavar="N")
+    p.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="show at most N transactions")
     p.add_argument("--derived", metavar="REL",
-                   help="also the rows of REL (e.g. allowed) each transaction added/removed")
+                   help="also the rows of REL (e.g. allowed) each transaction added/removed "
+                   "(needs the rules: --model or --rules)")
     p.set_defaults(fn=cmd_log)
     p = add("stats", "sizes: facts per relation, the change log, bytes", None)
     p.set_defaults(fn=cmd_stats)
     p = add("compact", "drop the change log of all but the last N transactions", None)
-    p.add_argument("--keep", type=int, required=True, metavar="N")
+    p.add_argument("--keep", type=int, required=True, metavar="N",
+                   help="keep the change log of the last N transactions")
     p.set_defaults(fn=cmd_compact)
     p = add("verify", "check the tables against the change log (exit 1: corrupt)", None)
     p.add_argument("--limit", type=int, default=20, metavar="N",
@@ -90,26 +103,10 @@ def add_parser(sub: Any) -> None:
 
 
 def _program(a: argparse.Namespace, required: bool = True) -> ir.Program | None:
-    paths: list[str] = []
-    if getattr(a, "model", None):
-        path = model_path(a.model)
-        if path is None:
-            names = ", ".join(f"`{m.name}`" for m in models())
-            raise GrantlogError([error("unknown-model", f"no shipped model `{a.model}`",
-                                       Span("<command line>", 0, 0, 0, 0),
-                                       f"shipped models: {names}")])
-        paths.append(str(path))
-    paths += list(getattr(a, "rules", None) or [])
-    if not paths:
-        if not required:
-            return None
-        raise GrantlogError([error("no-input", "no rule files given",
-                                   Span("<command line>", 0, 0, 0, 0),
-                                   "name them with --rules FILE..., or --model NAME")])
-    program = compile_program(None, paths, strict=getattr(a, "strict", False))
-    if program.warnings:
-        sys.stderr.write(render_all(program.warnings, program.sources) + "\n")
-    return program
+    """The program of ``--model`` and ``--rules`` (None when neither and not ``required``)."""
+    if not required and not (a.model or a.rules):
+        return None
+    return compile_rules(rule_files(a, a.rules), a.strict)
 
 
 def _out(a: argparse.Namespace, payload: Any, text: str) -> None:
@@ -120,14 +117,14 @@ def _out(a: argparse.Namespace, payload: Any, text: str) -> None:
 def cmd_init(a: argparse.Namespace) -> int:
     program = _program(a)
     assert program is not None
-    st = open_store(a.store, program)
+    st = open_store(a.store, program, create=True)
     try:
         tables = sorted(st.tables)
         rev, _ = st.head()
     finally:
         st.close()
     _out(a, {"store": a.store, "revision": rev, "relations": tables},
-         f"store {a.store} at revision {rev}: {len(tables)} relations "
+         f"store {a.store} at revision {rev}: {plural(len(tables), 'relation')} "
          f"({', '.join(tables)})")
     return 0
 
@@ -139,13 +136,13 @@ def cmd_load(a: argparse.Namespace) -> int:
     data = ingest.read(a.data, program, a.relation)
     t1 = time.perf_counter()
     n = sum(map(len, data.values()))
-    sys.stderr.write(f"read {n:,} facts in {t1 - t0:.2f} s\n")
-    st = open_store(a.store, program)
+    sys.stderr.write(f"read {plural(n, 'fact')} in {t1 - t0:.2f} s\n")
+    st = open_store(a.store, program, create=a.create)
     try:
         new: dict[str, int] = {}
         with st.writing() as w:
             for rel in sorted(data):
-                sys.stderr.write(f"  {rel}: {len(data[rel]):,} rows\n")
+                sys.stderr.write(f"  {rel}: {plural(len(data[rel]), 'row')}\n")
                 new[rel] = w.load(rel, data[rel])
         rev = w.committed
     finally:
@@ -154,7 +151,7 @@ def cmd_load(a: argparse.Namespace) -> int:
     added = sum(new.values())
     _out(a, {"revision": rev, "read": n, "added": added, "by_relation": new,
              "seconds": round(t2 - t0, 3)},
-         f"loaded {added:,} new facts of {n:,} read in {t2 - t0:.2f} s "
+         f"loaded {plural(added, 'new fact')} of {n:,} read in {t2 - t0:.2f} s "
          + (f"as revision {rev}" if rev is not None else "(nothing new: no revision)"))
     return 0
 
@@ -162,7 +159,7 @@ def cmd_load(a: argparse.Namespace) -> int:
 def cmd_dump(a: argparse.Namespace) -> int:
     program = _program(a)
     assert program is not None
-    fmt = a.format or ("gl" if a.output.endswith(".gl") else "parquet")
+    fmt = a.format or ingest.dump_format(a.output)
     st = open_store(a.store, program, create=False)
     try:
         rev, rows = st.snapshot()
@@ -171,7 +168,7 @@ def cmd_dump(a: argparse.Namespace) -> int:
     written = ingest.dump({r: v for r, v in rows.items() if v}, program, a.output, fmt)
     n = sum(map(len, rows.values()))
     _out(a, {"revision": rev, "facts": n, "files": written},
-         f"dumped {n:,} facts at revision {rev} to {', '.join(written) or a.output}")
+         f"dumped {plural(n, 'fact')} at revision {rev} to {', '.join(written) or a.output}")
     return 0
 
 
@@ -185,10 +182,10 @@ def cmd_stats(a: argparse.Namespace) -> int:
     lines = [f"store {s['store']} ({s['dialect']}), revision {s['revision']}, "
              f"log kept after revision {s['horizon']}"]
     for rel, n in s["facts"].items():
-        lines.append(f"  {rel:<24} {n:>12,} facts")
+        lines.append(f"  {rel:<24} {n:>12,} {'fact' if n == 1 else 'facts'}")
     lines.append(f"  {'(total)':<24} {s['total_facts']:>12,} facts")
-    lines.append(f"  change log: {s['log_rows']:,} rows over {s['log_transactions']:,} "
-                 "transactions")
+    lines.append(f"  change log: {plural(s['log_rows'], 'row')} over "
+                 f"{plural(s['log_transactions'], 'transaction')}")
     if s["bytes"] is not None:
         lines.append(f"  on disk: {s['bytes'] / 2**20:.1f} MiB")
     _out(a, s, "\n".join(lines))
@@ -204,7 +201,7 @@ def cmd_compact(a: argparse.Namespace) -> int:
     finally:
         st.close()
     _out(a, {"removed_log_rows": removed, "revision": rev, "horizon": hor},
-         f"removed {removed:,} log rows; the log now starts after revision {hor}")
+         f"removed {plural(removed, 'log row')}; the log now starts after revision {hor}")
     return 0
 
 

@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 from grantlog.grammar.diagnostics import GrantlogError
 
-from .base import Listener, Store
+from .base import Store
+from .records import Listener
 
 #: a follower reads the log at least this often without a signal (seconds)
 FOLLOW_INTERVAL = 1.0

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from grantlog.engine.core import ir
+from grantlog.engine.core.suggest import closest
 from grantlog.grammar import ast
-from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, plural
 from grantlog.grammar.facts import scan_lines, values
 from grantlog.grammar.parser import parse
 
@@ -38,6 +39,8 @@ Rows = dict[str, list[ir.Row]]
 #: diagnostics reported at most (then one saying how many more)
 MAX_ERRORS = 20
 FORMATS = ("gl", "csv", "jsonl", "parquet")
+COMMAND_LINE = Span("<command line>", 0, 0, 0, 0)
+_NAMES = {"gl": "`.gl`", "csv": "CSV", "jsonl": "JSON Lines", "parquet": "Parquet"}
 
 
 class _Errors:
@@ -65,13 +68,11 @@ class _Errors:
 def _problem(program: ir.Program, rel: str, row: tuple[Any, ...]) -> str | None:
     r = program.relations.get(rel)
     if r is None:
-        import difflib
-
-        close = difflib.get_close_matches(rel, sorted(program.relations), n=1)
+        close = closest(rel, program.relations)
         return f"relation `{rel}` does not exist in the rules" + (
-            f" (did you mean `{close[0]}`?)" if close else "")
+            f" (did you mean `{close}`?)" if close else "")
     if len(row) != r.arity:
-        return f"`{rel}` takes {r.arity} values, got {len(row)}"
+        return f"`{rel}` takes {plural(r.arity, 'value')}, got {len(row)}"
     for i, v in enumerate(row):  # column by column, as a reader meets them
         if not isinstance(v, str | int) or isinstance(v, bool):
             return f"values must be strings or integers, got {v!r}"
@@ -167,7 +168,7 @@ def _read_rest(path: str, text: str, program: ir.Program, out: Rows, errs: _Erro
 
 def _read_text(path: str) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is dropped
     except UnicodeDecodeError as e:
         raise GrantlogError([error("bad-encoding", f"`{path}` is not UTF-8 text (byte {e.start})",
                                    Span(path, 0, 0, 0, 0))]) from None
@@ -199,7 +200,7 @@ def read_csv(path: str, program: ir.Program, relation: str | None = None) -> Row
     errs = _Errors()
     rows: list[ir.Row] = []
     try:
-        f = open(path, encoding="utf-8", newline="")  # noqa: SIM115
+        f = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 (a BOM is dropped)
     except OSError as e:
         raise GrantlogError([error("file-not-found",
                                    f"cannot read `{path}`: {(e.strerror or str(e)).lower()}",
@@ -216,7 +217,8 @@ def read_csv(path: str, program: ir.Program, relation: str | None = None) -> Row
         if not ints:
             for row in data:
                 if len(row) != n:
-                    errs.add(error("bad-fact", f"`{r.name}` takes {n} values, got {len(row)}",
+                    errs.add(error("bad-fact",
+                                   f"`{r.name}` takes {plural(n, 'value')}, got {len(row)}",
                                    Span(path, reader.line_num, 1, reader.line_num, 2)))
                     continue
                 rows.append(tuple(row))
@@ -224,7 +226,7 @@ def read_csv(path: str, program: ir.Program, relation: str | None = None) -> Row
             for row in data:
                 try:
                     if len(row) != n:
-                        raise ValueError(f"`{r.name}` takes {n} values, got {len(row)}")
+                        raise ValueError(f"`{r.name}` takes {plural(n, 'value')}, got {len(row)}")
                     vals: list[Any] = list(row)
                     for i in ints:
                         vals[i] = int(vals[i])
@@ -302,8 +304,9 @@ def read_parquet(path: str, program: ir.Program, relation: str | None = None) ->
                                    Span(path, 0, 0, 0, 0))]) from None
     names = table.column_names
     if len(names) != r.arity:
-        raise GrantlogError([error("bad-fact", f"`{r.name}` takes {r.arity} columns, the file "
-                                   f"has {len(names)}", Span(path, 0, 0, 0, 0))])
+        raise GrantlogError([error("bad-fact", f"`{r.name}` takes "
+                                   f"{plural(r.arity, 'column')}, the file has {len(names)}",
+                                   Span(path, 0, 0, 0, 0))])
     order = [names.index(c) for c in r.columns] if set(r.columns) <= set(names) \
         else list(range(r.arity))
     cols = [table.column(i).to_pylist() for i in order]
@@ -364,50 +367,95 @@ def _expand(paths: Iterable[str]) -> list[str]:
 
 # -- dumping ------------------------------------------------------------------------------------
 
+def dump_format(out: str) -> str:
+    """The format a dump to ``out`` is written in by default: its suffix's (`facts.gl`,
+    `member.csv`, `all.jsonl`), else Parquet (a directory)."""
+    return _named_format(out) or "parquet"
+
+
+def _named_format(out: str) -> str | None:
+    try:
+        return file_format(out)
+    except GrantlogError:
+        return None
+
+
 def dump(rows: Rows, program: ir.Program, out: str, fmt: str) -> list[str]:
-    """Write base facts: ``gl`` one file (``out``), else one file per relation in the
-    directory ``out``. Returns the files written."""
-    if fmt == "gl":
-        lines = []
-        for rel in sorted(rows):
-            for row in sorted(rows[rel], key=ir.row_key):
-                lines.append(ir.show_atom(rel, row) + ".\n")
-        Path(out).write_text("".join(lines), encoding="utf-8")
-        return [out]
+    """Write base facts: ``gl`` one file (``out``); ``out`` named as a file of the format
+    (`all.jsonl`, `member.csv`, `member.parquet`): that one file (every relation in JSON
+    Lines, as ``{"relation": R, "row": [...]}``; CSV and Parquet hold one relation, so a store
+    with facts of more is an error); else one file per relation in the directory ``out``.
+    Returns the files written."""
+    if fmt not in FORMATS:
+        raise GrantlogError([error("unknown-format", f"no format `{fmt}`", COMMAND_LINE,
+                                   "formats: " + ", ".join(FORMATS))])
+    named = None if os.path.isdir(out) else _named_format(out)
+    if fmt == "gl" or named is not None:
+        if named is not None and named != fmt:
+            raise GrantlogError([error(
+                "bad-option", f"`{out}` names a {_NAMES[named]} file, but the format is {fmt}",
+                COMMAND_LINE, "name the output after the format, or drop --format")])
+        return [_dump_file(rows, program, out, fmt)]
     os.makedirs(out, exist_ok=True)
     written = []
     for rel in sorted(rows):
-        data = sorted(rows[rel], key=ir.row_key)
-        r = program.relations[rel]
         path = os.path.join(out, f"{rel}.{fmt}")
-        if fmt == "csv":
-            with open(path, "w", encoding="utf-8", newline="") as f:
-                w = csv.writer(f)
-                w.writerow(r.columns)
-                w.writerows(data)
-        elif fmt == "jsonl":
-            with open(path, "w", encoding="utf-8") as f:
-                for row in data:
-                    f.write(json.dumps(list(row), ensure_ascii=False) + "\n")
-        elif fmt == "parquet":
-            import pyarrow as pa
-
-            pq = _pyarrow()
-            cols: list[Any] = (list(zip(*data, strict=True)) if data
-                               else [[] for _ in r.columns])
-            arrays = []
-            for typ, col in zip(r.types, cols, strict=True):
-                kind = pa.int64() if typ == "int" else pa.string()
-                if typ not in ("int", "string") and any(isinstance(v, int) for v in col):
-                    raise GrantlogError([error(
-                        "unsupported-feature", f"`{rel}` has an untyped column holding "
-                        "integers; Parquet columns have one type", Span(path, 0, 0, 0, 0),
-                        "declare the column's type, or dump as jsonl")])
-                arrays.append(pa.array(list(col), type=kind))
-            pq.write_table(pa.table(arrays, names=list(r.columns)), path)
-        else:
-            raise GrantlogError([error("unknown-format", f"no format `{fmt}`",
-                                       Span("<command line>", 0, 0, 0, 0),
-                                       "formats: " + ", ".join(FORMATS))])
+        _write(rel, sorted(rows[rel], key=ir.row_key), program.relations[rel], path, fmt)
         written.append(path)
     return written
+
+
+def _dump_file(rows: Rows, program: ir.Program, out: str, fmt: str) -> str:
+    """Every relation into the one file ``out`` (gl, jsonl), or the only one (csv, parquet)."""
+    if fmt == "gl":
+        lines = [ir.show_atom(rel, row) + ".\n" for rel in sorted(rows)
+                 for row in sorted(rows[rel], key=ir.row_key)]
+        Path(out).write_text("".join(lines), encoding="utf-8")
+    elif fmt == "jsonl":
+        with open(out, "w", encoding="utf-8") as f:
+            for rel in sorted(rows):
+                for row in sorted(rows[rel], key=ir.row_key):
+                    f.write(json.dumps({"relation": rel, "row": list(row)},
+                                       ensure_ascii=False) + "\n")
+    elif len(rows) > 1:
+        stem = Path(out).stem
+        raise GrantlogError([error(
+            "bad-option", f"a {_NAMES[fmt]} file holds one relation; the store has facts of "
+            f"{plural(len(rows), 'relation')} ({', '.join(sorted(rows))})", COMMAND_LINE,
+            f"give a directory (`-o {stem}/`: one file per relation), or a `.gl` or `.jsonl` "
+            "file")])
+    elif rows:
+        rel = next(iter(rows))
+        _write(rel, sorted(rows[rel], key=ir.row_key), program.relations[rel], out, fmt)
+    else:
+        Path(out).write_text("", encoding="utf-8")  # no facts: an empty file
+    return out
+
+
+def _write(rel: str, data: list[ir.Row], r: ir.Relation, path: str, fmt: str) -> None:
+    """One relation's rows as a CSV (a header of column names), JSON Lines or Parquet file."""
+    if fmt == "csv":
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(r.columns)
+            w.writerows(data)
+    elif fmt == "jsonl":
+        with open(path, "w", encoding="utf-8") as f:
+            for row in data:
+                f.write(json.dumps(list(row), ensure_ascii=False) + "\n")
+    else:
+        import pyarrow as pa
+
+        pq = _pyarrow()
+        cols: list[Any] = (list(zip(*data, strict=True)) if data
+                           else [[] for _ in r.columns])
+        arrays = []
+        for typ, col in zip(r.types, cols, strict=True):
+            kind = pa.int64() if typ == "int" else pa.string()
+            if typ not in ("int", "string") and any(isinstance(v, int) for v in col):
+                raise GrantlogError([error(
+                    "unsupported-feature", f"`{rel}` has an untyped column holding "
+                    "integers; Parquet columns have one type", Span(path, 0, 0, 0, 0),
+                    "declare the column's type, or dump as jsonl")])
+            arrays.append(pa.array(list(col), type=kind))
+        pq.write_table(pa.table(arrays, names=list(r.columns)), path)

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from grantlog.engine.core.journal import Change, Snapshot
 
-from .base import Revision, Store
+from .base import Store
+from .records import Revision
 
 
 class StoreJournal:

@@ -20,7 +20,7 @@ from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
 from . import schema
-from .base import Listener, encode_row, q, store_error
+from .records import Listener, encode_row, q, store_error
 from .verify import VerifiedStore
 
 CHANNEL = "grantlog"

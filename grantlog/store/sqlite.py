@@ -25,7 +25,7 @@ from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
 from . import schema
-from .base import Listener, encode_row, q, store_error
+from .records import Listener, encode_row, not_found, q, store_error
 from .verify import VerifiedStore
 
 #: how often a follower looks at ``PRAGMA data_version`` (seconds)
@@ -55,9 +55,8 @@ class SqliteStore(VerifiedStore):
             raise store_error("bad-store-url", f"unknown synchronous mode `{sync.lower()}`", url,
                               "use normal or full")
         self.timeout = float(opts.get("timeout", "10"))
-        if not create and not os.path.exists(self.path):
-            raise store_error("store-unavailable", f"no store at `{self.path}`", url,
-                              "create it with `grantlog store init`")
+        if not create and not os.path.exists(self.path):  # connecting would create the file
+            raise not_found(url, f"no store at `{self.path}`: the file does not exist")
         self._sync = sync
         self._lock = threading.Lock()
         self._conn = self._connect()

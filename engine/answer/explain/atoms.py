@@ -4,10 +4,11 @@ against rule heads."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ...core import ir
-from ...core.terms import is_anon
+from ...core.terms import is_anon, lit_terms
 
 
 def open_terms(args: tuple[ir.Term, ...], env: Mapping[str, ir.Value]) -> tuple[ir.Term, ...]:
@@ -107,6 +108,51 @@ def unify_pattern(
         else:
             firsts[root] = t.name
     return env, tuple(extra)
+
+
+def rename_apart(rule: ir.Rule, pattern: tuple[ir.Term, ...]) -> ir.Rule:
+    """``rule`` with its variables named for the goal ``pattern`` its head is matched with,
+    so that a why-not tree never shows one name for two variables: a head variable matched
+    with a goal variable takes the goal variable's name, and any other variable of the rule
+    whose name the goal uses is renamed apart (`A` becomes `A1`). For `controls(A, x)` and
+    the rule `controls(U, O) :- owns(U, A), ancestor_or_self(A, O)` the body reads
+    `owns(A, A1), ancestor_or_self(A1, x)`."""
+    goal = {t.name for t in pattern if isinstance(t, ir.Var) and not is_anon(t)}
+    if not goal:
+        return rule
+    names: dict[str, str] = {}
+    for h, p in zip(rule.head.args, pattern, strict=True):
+        if (isinstance(h, ir.Var) and not is_anon(h) and h.name not in names
+                and isinstance(p, ir.Var) and not is_anon(p)):
+            names[h.name] = p.name
+    own = [t.name for lit in (rule.head, *rule.body) for t in lit_terms(lit)
+           if isinstance(t, ir.Var) and not is_anon(t)]
+    used = goal | set(own)
+    for name in dict.fromkeys(own):
+        if name in names or name not in goal:
+            continue
+        k = 1
+        while f"{name}{k}" in used:
+            k += 1
+        names[name] = f"{name}{k}"
+        used.add(names[name])
+    if all(k == v for k, v in names.items()):
+        return rule
+
+    def term(t: ir.Term) -> ir.Term:
+        return ir.Var(names[t.name]) if isinstance(t, ir.Var) and t.name in names else t
+
+    def atom(a: ir.Atom) -> ir.Atom:
+        return ir.Atom(a.rel, tuple(term(t) for t in a.args))
+
+    def lit(x: ir.Lit) -> ir.Lit:
+        if isinstance(x, ir.Atom):
+            return atom(x)
+        if isinstance(x, ir.Neg):
+            return ir.Neg(atom(x.atom))
+        return ir.Cmp(x.op, term(x.left), term(x.right))
+
+    return replace(rule, head=atom(rule.head), body=tuple(lit(x) for x in rule.body))
 
 
 def canon(rel: str, terms: tuple[ir.Term, ...]) -> tuple[Any, ...]:

@@ -41,6 +41,7 @@ from .atoms import (
     free_vars,
     ground_atom,
     open_terms,
+    rename_apart,
     show_lit,
     show_open_atom,
     unify_pattern,
@@ -145,6 +146,7 @@ class WhyNot:
             return self._node(text, "limit", **facts)
         alts: list[tuple[int, ir.Rule, _Outcome]] = []
         for i, rule in enumerate(self.rules.get(rel, ())):
+            rule = rename_apart(rule, terms)  # one name, one variable: the goal's first
             u = unify_pattern(rule.head, terms)
             if u is None:
                 continue

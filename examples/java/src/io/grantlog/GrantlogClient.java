@@ -33,16 +33,16 @@ import java.util.stream.Stream;
  * closed). The base URL may carry a path prefix ({@code https://gw.example/grantlog}): the
  * endpoints are resolved under it.
  *
- * <p>An operation that no rule of the served model mentions (a typo such as
- * {@code load_tabel}) is denied and reported: the {@link Decision}'s {@link Decision#warnings()}
- * hold {@code unknown-operation}; a server started with {@code --strict} answers 422 instead,
- * thrown as a {@link GrantlogException} whose {@link GrantlogException#code()} is
- * {@code unknown-operation}.
+ * <p>A constant that no rule, declaration or fact of the served model mentions (a typo such
+ * as {@code load_tabel}) is denied and reported: the {@link Decision}'s
+ * {@link Decision#warnings()} hold {@code unknown-constant}; a server started with
+ * {@code --strict} answers 422 instead, thrown as a {@link GrantlogException} whose
+ * {@link GrantlogException#code()} is {@code unknown-constant}.
  */
 public final class GrantlogClient {
     /**
      * One decision: allowed or not, the rules that decided it, the facts' revision, and what
-     * the service reported about it ({@code unknown-operation}; in a batch, the error that made
+     * the service reported about it ({@code unknown-constant}; in a batch, the error that made
      * an item fail closed).
      */
     public record Decision(boolean allowed, List<String> reasons, long revision,
@@ -54,7 +54,7 @@ public final class GrantlogClient {
         }
     }
 
-    /** A code ({@code unknown-operation}) and a message the service attached to a decision. */
+    /** A code ({@code unknown-constant}) and a message the service attached to a decision. */
     public record Warning(String code, String message) {}
 
     /** One transaction's gained and lost rows of a watched relation (from the watch feed). */

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev-spark-peers
 
 .PHONY: demo test test-long lint typecheck unit grammar vsix docs-html bench bench-store bench-service \
-	bench-list bench-lsp bench-opa bench-heavy bench-verify bench-compare clean install
+	bench-list bench-lsp bench-opa bench-heavy bench-verify bench-compare bench-plan clean install
 
 # the dev tools, the Spark extra (pyspark, graphframes-py) and the peer engines: `make test`
 # runs the Spark tests and checks the peers of the benchmarks against the oracle
@@ -112,6 +112,11 @@ bench-heavy: $(STAMP)
 ## grantlog store verify over 1M tables in SQLite and PostgreSQL (issue 24 item 10).
 bench-verify: $(STAMP)
 	$(BIN)/python benchmarks/verify_bench.py
+
+## Planning bodies of 100 to 1,600 literals; "did you mean" over 1k-8k misspelled relations
+## (issue 26 item 3).
+bench-plan: $(STAMP)
+	$(BIN)/python benchmarks/plan_bench.py --write
 
 ## Check, list, filter and service figures of an older revision against this tree, alternating
 ## (issue 25): BEFORE is a python with the old revision installed (see compare_revisions.py).

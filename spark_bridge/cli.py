@@ -8,13 +8,17 @@
                        [--master URL] [--conf KEY=VALUE]... [--with-reasons]
                        [--explain-plan] [--closure auto|doubling|graphframes|semi-naive]
                        [--max-iterations N] [--broadcast-rows N] [--checkpoint-dir DIR]
+                       [--quiet | --progress]
                        [--filters OPERATION [--type T] (--subject S | --subjects-from REL)]
 
 The rules are read as by every command (grantlog/cli/inputs.py): ``--model``, the FILE
 arguments (``--rules FILE``, repeatable, is the same), then ``--facts``. Writes each chosen
 relation (default: every derived relation; with ``--goal``, the goal's
 answers) to ``DIR/<rel>/`` as Parquet and prints progress per stratum and iteration (rows,
-seconds) on stderr. ``--goal 'allowed(U, load_table, T)' --where 'catalog_of(T, "m1.c1")'``
+seconds) on stderr when stderr is a terminal (``--progress``: always, ``--quiet``: never;
+warnings and errors always). With ``-r`` and no goal, only the chosen relations' dependency
+cone is evaluated (engine/compile/restrict.py).
+``--goal 'allowed(U, load_table, T)' --where 'catalog_of(T, "m1.c1")'``
 computes only those rows of ``allowed`` (the program rewritten for the goal, engine/plan/magic.py)
 and writes them to ``DIR/allowed/``. ``--filters load_table --type table --subjects-from
 metalake_user`` writes each subject's data filter instead (``DIR/filters/``: one row per
@@ -82,6 +86,13 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--checkpoint-dir", metavar="DIR",
                    help="Spark checkpoint directory (default: a temp dir)")
     r.add_argument("--strict", action="store_true", help=HELP_STRICT)
+    shown = r.add_mutually_exclusive_group()
+    shown.add_argument("--quiet", "-q", action="store_true",
+                       help="no progress on stderr (warnings and errors still are)")
+    shown.add_argument("--progress", action="store_true",
+                       help="progress on stderr (a line per stratum with its relations, rows "
+                            "and seconds) even when stderr is not a terminal (default: only "
+                            "on a terminal)")
     add_json(r, "print a JSON summary on stdout: what was written where, and the time taken")
     f = r.add_argument_group("filters in bulk (instead of every subject-resource pair)")
     f.add_argument("--filters", metavar="OPERATION",
@@ -115,14 +126,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from grantlog.cli.inputs import rule_files
 
-    def say(line: str) -> None:
+    def warn(line: str) -> None:  # warnings and errors: always
         print(line, file=sys.stderr, flush=True)
 
+    shown = args.progress or (not args.quiet and sys.stderr.isatty())
+    say = warn if shown else (lambda _line: None)
     try:
         program = compile_program(paths=rule_files(args, [*args.rules, *args.files]),
                                   strict=args.strict)
         for w in program.warnings:
-            say(w.render(program.sources))
+            warn(w.render(program.sources))
         from . import read_inputs, run
         from .schema import load_mapping, parse_input_arg
 
@@ -149,6 +162,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             from grantlog.grammar.diagnostics import NO_SPAN, error
             raise GrantlogError([error("bad-option", "`--subject`, `--subjects-from` and "
                                        "`--type` go with `--filters`", NO_SPAN)])
+        if args.relation and not args.goal and not args.filters:
+            # only what the chosen relations depend on (their dependency cone) is evaluated
+            from grantlog.engine.compile.restrict import restrict
+
+            whole, program = program, restrict(program, args.relation)
+            # inputs of relations outside the cone are not read (unknown ones still fail)
+            specs = [s for s in specs if s.rel in program.relations
+                     or s.rel not in whole.relations]
         t0 = time.perf_counter()
         spark = _session(args.master, args.checkpoint_dir, conf)
         say(f"spark session {args.master} ready ({time.perf_counter() - t0:.1f} s)")
@@ -184,12 +205,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                               "seconds": round(time.perf_counter() - t0, 3)}))
         return 0
     except GrantlogError as err:
-        say(str(err))
+        warn(str(err))
         return 2
     except Exception as err:  # an internal error: keep the traceback for a bug report
         import traceback
         traceback.print_exc()
-        say(f"internal error: {err}")
+        warn(f"internal error: {err}")
         return 3
 
 

@@ -27,7 +27,7 @@ finding runs as DataFrame joins, so this is a faithful use of the library, not a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from grantlog.engine.core import ir
@@ -158,3 +158,15 @@ def graph_model(edges: dict[str, Any]) -> tuple[Any, Any]:
     e = _union(parts)
     v = e.select(F.col("src").alias("id")).union(e.select(F.col("dst").alias("id"))).distinct()
     return v, e
+
+
+def full_on_spark(program: ir.Program, inputs: Collection[str] = ()) -> set[str]:
+    """Relations a goal's rewrite leaves unrestricted on Spark: transitive closures (path
+    doubling computes them in full in about log2(depth) rounds, where a restricted closure
+    would take one round per level) and derived relations given rows as inputs."""
+    out = {rel for rel in inputs if rel in program.derived}
+    for st in program.strata:
+        shape = closure_shape(program, st)
+        if shape is not None:
+            out.add(shape.rel)
+    return out

@@ -33,45 +33,26 @@ import operator
 import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from grantlog.engine.core import ir
 from grantlog.engine.core.terms import compare, is_anon
 from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan
-from grantlog.engine.plan.magic import Demand, demand
+from grantlog.engine.plan.magic import demand
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error, plural
 
 from . import encoding, planner, schema
-from .closure import closure_shape, doubling, graphframes_status
+from .closure import closure_shape, doubling, full_on_spark, graphframes_status
+from .reasons import reason_literal as choose_reason
+from .report import SparkResult, StratumReport
 
 Progress = Callable[[str], None]
 #: a non-recursive relation whose lazy plan would read more relations than this (counting the
 #: plans of lazy relations it reads) is checkpointed, which cuts its lineage
 PLAN_LIMIT = 100
+#: a materialized relation keeps about this many rows per partition (at least one partition)
+ROWS_PER_PARTITION = 200_000
 REASON_COLUMNS = ("rule", "reason_rel", "reason_row")
-
-
-@dataclass
-class StratumReport:
-    index: int
-    relations: tuple[str, ...]
-    strategy: str  # "rules" (lazy), "rules+checkpoint", "semi-naive", "doubling", "graphframes"
-    iterations: int = 0
-    rows: int | None = None  # None when the stratum stayed lazy
-    seconds: float = 0.0
-
-
-@dataclass
-class SparkResult:
-    """What :func:`run` returns: external DataFrames per relation, and what happened."""
-
-    relations: dict[str, Any]
-    kinds: dict[str, tuple[schema.Kind, ...]]
-    strata: list[StratumReport] = field(default_factory=list)
-    plans: list[str] = field(default_factory=list)
-    #: the demand rewrite a goal was answered with (engine/plan/magic.py), else None
-    demand: Demand | None = None
 
 
 #: a comparison of two internal encodings (they order like the values), as a Column
@@ -199,10 +180,24 @@ class _Run:
     # -- checkpoints ------------------------------------------------------------------------
 
     def materialize(self, df: Any) -> tuple[Any, int]:
-        """checkpoint (cuts the lineage; reliable, unlike localCheckpoint on iterated joins)
-        and count"""
-        out = df.checkpoint(eager=True)
-        return out, out.count()
+        """Compute ``df`` once and cut its lineage; returns the rows' new DataFrame and count.
+
+        Persisted and counted (one job computes the plan once), then checkpointed from the
+        persisted rows (an unpersisted eager checkpoint computes it twice; localCheckpoint
+        fails on iterated joins; ``createDataFrame`` of collected rows is a Python RDD that
+        makes every later job start Python workers)."""
+        from pyspark import StorageLevel
+
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            n = df.count()
+            # few rows, few partitions: 200 shuffle partitions of a dozen rows, kept, made
+            # every later union (a decision relation's hundred rules) a job of 20,000 tasks
+            parts = n // ROWS_PER_PARTITION + 1
+            kept = df.coalesce(parts) if parts < df.rdd.getNumPartitions() else df
+            return kept.checkpoint(eager=True), n
+        finally:
+            df.unpersist()
 
     # -- rules ------------------------------------------------------------------------------
 
@@ -216,14 +211,8 @@ class _Run:
         return df
 
     def reason_literal(self, rule: ir.Rule) -> int | None:
-        """The body atom whose row is reported as the reason: the first positive atom over a
-        base relation, else the first positive atom."""
-        atoms = [(i, lit) for i, lit in enumerate(rule.body)
-                 if isinstance(lit, ir.Atom) and lit.rel not in self.seeds]
-        for i, a in atoms:
-            if a.rel not in self.program.derived:
-                return i
-        return atoms[0][0] if atoms else None
+        """The body atom whose row is reported as the reason (reasons.py)."""
+        return choose_reason(self.program, rule, self.seeds, self.display)
 
     def rule_df(
         self, plan: RulePlan, sources: Mapping[str, Any], deltas: Mapping[str, Any],
@@ -336,10 +325,15 @@ class _Run:
     def _union(self, dfs: list[Any], arity: int) -> Any:
         if not dfs:
             return self._empty(arity)
-        out = dfs[0]
-        for d in dfs[1:]:
-            out = out.unionByName(d)
-        return out
+        # pairwise, as a balanced tree: every unionByName analyses the plan it is given, and
+        # a left fold over a decision relation's hundred rules analysed it quadratically often
+        level = list(dfs)
+        while len(level) > 1:
+            level = [level[i].unionByName(level[i + 1]) if i + 1 < len(level) else level[i]
+                     for i in range(0, len(level), 2)]
+        if len(dfs) > 8:  # a task per branch partition (179 for gravitino's `allowed`): group
+            return level[0].coalesce(2 * self.spark.sparkContext.defaultParallelism)
+        return level[0]
 
     # -- strata -----------------------------------------------------------------------------
 
@@ -628,18 +622,6 @@ def _key(cols: tuple[int, ...], terms: tuple[ir.Term, ...],
         else:
             proj[v(t.name)] = F.col(f"c{col}")
     return conds, proj
-
-
-def full_on_spark(program: ir.Program, inputs: Collection[str] = ()) -> set[str]:
-    """Relations a goal's rewrite leaves unrestricted on Spark: transitive closures (path
-    doubling computes them in full in about log2(depth) rounds, where a restricted closure
-    would take one round per level) and derived relations given rows as inputs."""
-    out = {rel for rel in inputs if rel in program.derived}
-    for st in program.strata:
-        shape = closure_shape(program, st)
-        if shape is not None:
-            out.add(shape.rel)
-    return out
 
 
 def run(

@@ -15,7 +15,7 @@ from grantlog.grammar.parser import ANNOTATION_ARGS, ANNOTATIONS, split_annotati
 
 from ..core.analyses import graph_nodes, sccs
 from ..core.ir import derived_relation
-from ..core.suggest import did_you_mean
+from ..core.suggest import Names, did_you_mean
 from ..core.terms import compare
 
 TYPES = ("string", "int", "any")
@@ -198,12 +198,13 @@ def defined_relations(u: Unit) -> set[str]:
 def check_unknown_relations(u: Unit) -> None:
     """unknown-relation: used in a body but never declared, defined or given facts"""
     defined = defined_relations(u)
+    names = Names(defined)  # sorted (and indexed) once for all the misspellings
     bodies = [c.body for c in u.clauses()] + [e.body for e in u.expects()]
     for body in bodies:
         for a, _ in body_atoms(body):
             if a.rel in defined:
                 continue
-            hint = did_you_mean(a.rel, defined) or (
+            hint = did_you_mean(a.rel, names) or (
                 f"declare it with `rel {a.rel}(...)` if its facts arrive at run time")
             make = error if u.strict else warning
             u.add(make("unknown-relation",

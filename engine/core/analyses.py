@@ -114,9 +114,12 @@ def stratify(rules: Sequence[ir.Rule]) -> list[ir.Stratum]:
     """The strata of a rule list (``rules[i].index == i``), dependencies first: one per
     component that has rules, recursive when a rule of it reads the component."""
     strata: list[ir.Stratum] = []
+    by_head: dict[str, list[int]] = {}
+    for r in rules:
+        by_head.setdefault(r.head.rel, []).append(r.index)
     for comp in components(rules):
         members = set(comp)
-        ids = tuple(r.index for r in rules if r.head.rel in members)
+        ids = tuple(sorted(i for rel in members for i in by_head.get(rel, ())))
         if not ids:
             continue
         recursive = any(a is not None and a.rel in members

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, plural
@@ -184,7 +185,14 @@ class Program:
         return h.hexdigest()[:16]
 
     def rules_for(self, rel: str) -> list[Rule]:
-        return [r for r in self.rules if r.head.rel == rel]
+        # (rules, how many, head -> its rules): indexed once, again if the list changed
+        got = self.compiled.get("rules_for")
+        if not (isinstance(got, tuple) and got[0] is self.rules and got[1] == len(self.rules)):
+            by: dict[str, list[Rule]] = {}
+            for r in self.rules:
+                by.setdefault(r.head.rel, []).append(r)
+            got = self.compiled["rules_for"] = (self.rules, len(self.rules), by)
+        return list(got[2].get(rel, ()))
 
     @property
     def derived(self) -> set[str]:
@@ -219,13 +227,10 @@ class Program:
         refused = self.write_refusal(rel)
         if refused:
             raise GrantlogError([refused])
-        out: list[Row] = []
-        for raw in rows:
-            row = tuple(raw)
-            problem = row_problem(r, row)
-            if problem:
-                raise GrantlogError([error("bad-fact", problem, API_SPAN)])
-            out.append(row)
+        out = [tuple(raw) for raw in rows]
+        problem = rows_problem(r, out)
+        if problem:
+            raise GrantlogError([error("bad-fact", problem, API_SPAN)])
         return out
 
     def write_refusal(self, rel: str, span: Span | None = None,
@@ -279,6 +284,48 @@ def row_problem(relation: Relation, row: Row) -> str | None:
     if any(isinstance(v, int) and not -(2**63) <= v < 2**63 for v in row):
         return f"integers are 64-bit (from {-(2**63)} to {2**63 - 1}): {row!r}"
     return column_problem(relation, row)
+
+
+#: the value types a column may hold, by its declared type (undeclared: either)
+_COLUMN_TYPES: dict[str | None, frozenset[type]] = {
+    "int": frozenset({int}), "string": frozenset({str}), None: frozenset({str, int})}
+
+
+def rows_problem(relation: Relation, rows: Sequence[Row]) -> str | None:
+    """What is wrong with the first bad row of a batch (:func:`row_problem`'s message for
+    it; None: nothing). Checked a column at a time: every row of the relation's arity, each
+    column's values of exactly the types it takes (``str`` without NUL, ``int`` within 64
+    bits); only a batch that fails this is checked row by row, for the message."""
+    if _rows_fine(relation, rows):
+        return None
+    for row in rows:
+        problem = row_problem(relation, row)
+        if problem:
+            return problem
+    return None
+
+
+def _rows_fine(relation: Relation, rows: Sequence[Row]) -> bool:
+    """Whether every row of ``rows`` is a fine fact of ``relation`` (False: maybe not)."""
+    if not rows:
+        return True
+    if set(map(len, rows)) != {relation.arity}:
+        return False
+    types = relation.types + (None,) * (relation.arity - len(relation.types))
+    for i, typ in enumerate(types[:relation.arity]):
+        col = list(map(itemgetter(i), rows))
+        kinds = set(map(type, col))
+        if not kinds <= _COLUMN_TYPES.get(typ, _COLUMN_TYPES[None]):
+            return False  # a bool, a float, a subclass, a value of the other type: row by row
+        if str in kinds:
+            strings = col if len(kinds) == 1 else [v for v in col if type(v) is str]
+            if "\x00" in "".join(strings):
+                return False
+        if int in kinds:
+            ints = col if len(kinds) == 1 else [v for v in col if type(v) is int]
+            if min(ints) < -(2**63) or max(ints) >= 2**63:
+                return False
+    return True
 
 
 def value_key(v: Value) -> tuple[int, Value]:

@@ -110,9 +110,7 @@ class Transaction:
         verb = "insert" if present else "retract"
         rel = arguments.text("rel", rel, f"name the relation, e.g. `{verb}(\"member\", ...)`")
         checked = self._check(rel, arguments.rows(rel, rows, verb, self._constants))
-        ops = self.ops.setdefault(rel, {})
-        for row in checked:
-            ops[row] = present
+        self.ops.setdefault(rel, {}).update(dict.fromkeys(checked, present))
 
 
 @dataclass

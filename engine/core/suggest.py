@@ -15,6 +15,8 @@ True
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -54,7 +56,82 @@ def _best(word: str, names: Iterable[Any], cutoff: float) -> str | None:
     return None if got is None else str(got[0])
 
 
-def did_you_mean(word: object, candidates: Iterable[object]) -> str | None:
-    """``"did you mean `x`?"`` for :func:`closest`, else None."""
-    close = closest(word, candidates)
+def did_you_mean(word: object, candidates: Iterable[object] | Names) -> str | None:
+    """``"did you mean `x`?"`` for :func:`closest` (or :meth:`Names.closest`), else None."""
+    close = (candidates.closest(word) if isinstance(candidates, Names)
+             else closest(word, candidates))
     return f"did you mean `{close}`?" if close is not None else None
+
+
+#: from this many names on, :class:`Names` looks among the names that share trigrams first
+INDEXED_FROM = 2_000
+#: a trigram in more names than this says little (``per``, ``_ta``): not looked up
+COMMON = 64
+#: how many of the names sharing the most trigrams are compared
+SHORTLIST = 48
+
+
+class Names:
+    """A fixed set of names asked for many suggestions (every unknown relation of a file):
+    sorted once, not per question. Over :data:`INDEXED_FROM` names or more, a trigram index
+    picks the :data:`SHORTLIST` names sharing the most uncommon trigrams with the word and
+    the closest of those is the answer (so 8,000 misspellings against 16,000 names take
+    about a second, not minutes); only when none of them is close enough are the names of a
+    length that can reach the cutoff compared (a match of ratio r needs the lengths within
+    a factor 2/r - 1). Ties go to the smallest name, as in :func:`closest`.
+
+    >>> Names(["load_table", "drop_table"]).closest("drop_tabel")
+    'drop_table'
+    """
+
+    def __init__(self, names: Iterable[object]) -> None:
+        self.names = sorted({n for n in names if isinstance(n, str) and n})
+        self._known = frozenset(self.names)
+        self._grams: dict[str, list[int]] | None = None
+        self._by_len: list[tuple[int, str]] = []
+
+    def closest(self, word: object, cutoff: float = CUTOFF) -> str | None:
+        if not isinstance(word, str) or not word:
+            return None
+        if len(self.names) < INDEXED_FROM:
+            names = self.names
+            if word in self._known:
+                names = [n for n in names if n != word]
+            return _best(word, names, cutoff)
+        if self._grams is None:
+            self._index()
+        assert self._grams is not None
+        counts: dict[int, int] = {}
+        for g in _trigrams(word):
+            for i in self._grams.get(g, ()):
+                counts[i] = counts.get(i, 0) + 1
+        short = sorted(counts, key=lambda i: (-counts[i], i))[:SHORTLIST]
+        got = self._pick(word, (self.names[i] for i in sorted(short)), cutoff)
+        if got is not None:
+            return got
+        lo = bisect.bisect_left(self._by_len, (math.floor(len(word) * cutoff / (200 - cutoff)),))
+        hi = bisect.bisect_right(self._by_len, (math.ceil(len(word) * (200 / cutoff - 1)) + 1,))
+        return self._pick(word, (n for _, n in self._by_len[lo:hi]), cutoff)
+
+    def _pick(self, word: str, names: Iterable[str], cutoff: float) -> str | None:
+        found = process.extract(word, [n for n in names if n != word], scorer=fuzz.ratio,
+                                processor=None, score_cutoff=cutoff, limit=None)
+        if not found:
+            return None
+        top = max(score for _, score, _ in found)
+        return min(str(n) for n, score, _ in found if score == top)
+
+    def _index(self) -> None:
+        grams: dict[str, list[int]] = {}
+        for i, name in enumerate(self.names):
+            for g in _trigrams(name):
+                posting = grams.setdefault(g, [])
+                if len(posting) <= COMMON:
+                    posting.append(i)
+        self._grams = {g: ix for g, ix in grams.items() if len(ix) <= COMMON}
+        self._by_len = sorted((len(n), n) for n in self.names)
+
+
+def _trigrams(name: str) -> set[str]:
+    padded = f"^{name}$"
+    return {padded[i:i + 3] for i in range(len(padded) - 2)}

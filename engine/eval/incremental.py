@@ -105,15 +105,24 @@ def old_state(
 
 
 class _Variant:
-    """A rule with one body literal read from a delta; its code is generated on first use."""
+    """A rule with one body literal read from a delta; planned and its code generated on
+    first use (a body of n literals has n variants: planned up front, a long body's cost
+    n times over, for the few relations a change ever touches)."""
 
-    __slots__ = ("_fn", "negated", "plan", "rel")
+    __slots__ = ("_fn", "_plan", "negated", "position", "rel", "rule")
 
-    def __init__(self, plan: RulePlan, rel: str, negated: bool) -> None:
-        self.plan = plan
+    def __init__(self, rule: ir.Rule, position: int, rel: str, negated: bool) -> None:
+        self.rule, self.position = rule, position
         self.rel = rel  # the relation read from the delta
         self.negated = negated
+        self._plan: RulePlan | None = None
         self._fn: RunFn | None = None
+
+    @property
+    def plan(self) -> RulePlan:
+        if self._plan is None:
+            self._plan = plan_variant(self.rule, self.position)
+        return self._plan
 
     @property
     def fn(self) -> RunFn:
@@ -136,10 +145,9 @@ class Maintainer:
                 for i, lit in enumerate(rule.body):
                     if isinstance(lit, ir.Cmp):
                         continue
-                    p = plan_variant(rule, i)
-                    rel = p.delta_rel
-                    assert rel is not None
-                    vs.append(_Variant(p, rel, isinstance(lit, ir.Neg)))
+                    neg = isinstance(lit, ir.Neg)
+                    rel = lit.atom.rel if isinstance(lit, ir.Neg) else lit.rel
+                    vs.append(_Variant(rule, i, rel, neg))
                 self.variants[rid] = vs
         self.derivations = Derivations(program)  # re-derivation: does a rule still derive it
         self.demand_plans = DemandPlans(program)

@@ -21,7 +21,8 @@ planner (spark_bridge/planner.py) passes its own policy; the demand rewrite's ``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import heapq
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -163,16 +164,91 @@ def place_ready(pending: list[tuple[int, T]], place: Callable[[int, T], bool]) -
                 progress = True
 
 
-def greedy(items: Iterable[T], score: Callable[[T], Any], take: Callable[[T], None]) -> None:
+def greedy(items: Iterable[T], score: Callable[[T], Any], take: Callable[[T], Any],
+           depends: Callable[[T], Iterable[Hashable]] | None = None) -> None:
     """The one sideways-information-passing loop every planner runs (memory, statistics,
     magic sets, Spark): take the best-scored item left (highest ``score``; ties: the first
     in ``items``) until none is; ``take`` places it and binds its variables, which the next
-    round's scores see. Each caller passes its own score: the policy."""
+    round's scores see. Each caller passes its own score: the policy.
+
+    With ``depends`` (the names an item's score reads, e.g. its variables), ``take`` returns
+    the names it bound, and only the items that read one of them are scored again: a heap
+    of scores instead of a pass over every item left per round, so a body of n atoms is
+    ordered in about n log n steps, not n² scores (a 1,600-literal body: n³ with its delta
+    variants). The choice is the same as the full pass's, provided a score changes only
+    when a name it depends on is bound."""
     left = list(items)
-    while left:
-        best = max(left, key=score)
-        left.remove(best)
-        take(best)
+    if depends is None:
+        while left:
+            best = max(left, key=score)
+            left.remove(best)
+            take(best)
+        return
+    readers: dict[Hashable, list[int]] = {}
+    scores = []
+    for k, item in enumerate(left):
+        for name in depends(item):
+            readers.setdefault(name, []).append(k)
+        scores.append(score(item))
+    version = [0] * len(left)
+    done = [False] * len(left)
+    # the heap's entries: (negated score, item, version) while every score is a number or a
+    # tuple of numbers of one length (compared in C), else :class:`_Entry`
+    shape = _shape(scores[0]) if scores else None
+    fast = shape is not None and all(_shape(x) == shape for x in scores)
+    heap: list[Any] = ([(_negated(x), k, 0) for k, x in enumerate(scores)] if fast
+                       else [_Entry(x, k, 0) for k, x in enumerate(scores)])
+    heapq.heapify(heap)
+    while heap:
+        e = heapq.heappop(heap)
+        k, v = (e[1], e[2]) if fast else (e.k, e.version)
+        if done[k] or v != version[k]:
+            continue  # taken, or scored again since
+        done[k] = True
+        for name in take(left[k]) or ():
+            for j in readers.pop(name, ()):
+                if done[j]:
+                    continue
+                version[j] += 1
+                x = scores[j] = score(left[j])
+                if fast and _shape(x) != shape:  # from now on, compared in Python
+                    fast = False
+                    heap = [_Entry(scores[i], i, version[i])
+                            for i in range(len(left)) if not done[i] and i != j]
+                    heapq.heapify(heap)
+                heapq.heappush(heap, (_negated(x), j, version[j]) if fast
+                               else _Entry(x, j, version[j]))
+
+
+def _shape(score: Any) -> int | None:
+    """-1 for a number, n for a tuple of n numbers, else None (see :func:`_negated`)."""
+    t = type(score)
+    if t is int or t is float:
+        return -1
+    if t is tuple and all(type(x) is int or type(x) is float for x in score):
+        return len(score)
+    return None
+
+
+def _negated(score: Any) -> Any:
+    """A number or a tuple of numbers of one length, negated: the order reversed."""
+    return -score if type(score) is not tuple else tuple(-x for x in score)
+
+
+class _Entry:
+    """An item's score in :func:`greedy`'s min-heap where scores are not all numbers (or
+    tuples of numbers of one length): the least entry is the highest score, then the first
+    item."""
+
+    __slots__ = ("k", "key", "version")
+
+    def __init__(self, key: Any, k: int, version: int) -> None:
+        self.key, self.k, self.version = key, k, version
+
+    def __lt__(self, other: _Entry) -> bool:
+        if self.key == other.key:
+            return self.k < other.k
+        return bool(other.key < self.key)
 
 
 class Policy:
@@ -186,7 +262,7 @@ class Policy:
         self.virtual = virtual
 
     def score(self, pos: int, atom: ir.Atom, bound: set[str]) -> Any:
-        n = sum(1 for t in atom.args if not is_anon(t) and _bound_term(t, bound))
+        n = sum(1 for t in atom.args if _bound_term(t, bound))
         full = n == len(atom.args)
         return (1 if n or full else 0, 1 if full else 0, 0 if atom.rel in self.virtual else 1,
                 n)
@@ -194,6 +270,67 @@ class Policy:
     def taking(self, pos: int, atom: ir.Atom, bound: set[str]) -> None:
         """Called before ``atom`` (at body position ``pos``) is read, ``bound`` not yet
         updated."""
+
+    def depends(self, pos: int, atom: ir.Atom) -> Iterable[str]:
+        """The variables :meth:`score` reads for ``atom``: it is scored again only when one
+        of them is bound (:func:`greedy`). A subclass whose score reads more overrides this."""
+        return _named(atom.args)
+
+
+def _named(args: Iterable[ir.Term]) -> list[str]:
+    return [t.name for t in args if isinstance(t, ir.Var) and not is_anon(t)]
+
+
+class Waiting:
+    """The comparisons and negations of a body not placed yet (body position -> literal),
+    placed as :func:`place_ready` places them (passes in body order until a pass places
+    none), but a pass after the first visits only the literals that read a variable bound
+    since (their readiness depends on nothing else), not every literal left."""
+
+    def __init__(self, items: Iterable[tuple[int, ir.Lit]]) -> None:
+        self.items: dict[int, ir.Lit] = dict(items)
+        self.readers: dict[str, list[int]] = {}
+        for i, lit in self.items.items():
+            terms = lit.atom.args if isinstance(lit, ir.Neg) else (
+                (lit.left, lit.right) if isinstance(lit, ir.Cmp) else ())
+            for name in _named(terms):
+                self.readers.setdefault(name, []).append(i)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def place(self, place: Callable[[int, ir.Lit], list[str] | None],
+              fresh: Iterable[str] | None) -> list[str]:
+        """Place what is ready: ``place`` places one literal and returns the variables it
+        bound, or None (not ready); ``fresh``: the variables bound since the last call (None:
+        visit every literal). Returns the variables the placed literals bound."""
+        items, readers = self.items, self.readers
+        if fresh is None:
+            todo = list(items)
+        else:
+            todo = sorted({j for name in fresh for j in readers.get(name, ()) if j in items})
+        got: list[str] = []
+        while todo:  # one pass, in body order
+            queued = set(todo)
+            later: set[int] = set()
+            while todo:
+                pos = heapq.heappop(todo)
+                names = place(pos, items[pos])
+                if names is None:
+                    continue
+                del items[pos]
+                got.extend(names)
+                for name in names:
+                    for j in readers.get(name, ()):
+                        if j not in items:
+                            continue
+                        if j > pos and j not in queued:
+                            heapq.heappush(todo, j)
+                            queued.add(j)
+                        elif j < pos:
+                            later.add(j)
+            todo = sorted(later)
+        return got
 
 
 def order_body(
@@ -216,34 +353,40 @@ def order_body(
     defer = atom_order is not None and bool(virtual) and any(
         isinstance(lit, ir.Atom) for lit in body)
     steps: list[Step] = []
-    others = [(i, lit) for i, lit in enumerate(body) if not isinstance(lit, ir.Atom)]
+    others = Waiting((i, lit) for i, lit in enumerate(body) if not isinstance(lit, ir.Atom))
     atoms = [(i, lit) for i, lit in enumerate(body) if isinstance(lit, ir.Atom)]
 
-    def place(i: int, lit: ir.Lit, last: bool) -> bool:
+    def place(i: int, lit: ir.Lit, last: bool) -> list[str] | None:
         if isinstance(lit, ir.Cmp):
             how = comparison(lit, lambda t: _bound_term(t, bound))
             if how is False:
-                return False
+                return None
             if how is True:
                 steps.append(Filter(lit.op, lit.left, lit.right, i))
-            else:
-                var, value = how
-                steps.append(Assign(var.name, value, i))
-                bound.add(var.name)
-            return True
+                return []
+            var, value = how
+            steps.append(Assign(var.name, value, i))
+            bound.add(var.name)
+            return [var.name]
         assert isinstance(lit, ir.Neg)
-        named = [t for t in lit.atom.args if isinstance(t, ir.Var) and not is_anon(t)]
-        if not all(t.name in bound for t in named):
-            return False
+        if not all(t.name in bound for t in lit.atom.args
+                   if isinstance(t, ir.Var) and not is_anon(t)):
+            return None
         if defer and not last and lit.atom.rel in virtual:
-            return False
+            return None
         cols = [c for c, t in enumerate(lit.atom.args) if not is_anon(t)]
         steps.append(NegCheck(lit.atom.rel, len(lit.atom.args), tuple(cols),
                               tuple(lit.atom.args[c] for c in cols), i))
-        return True
+        return []
 
-    def flush(last: bool = False) -> None:
-        place_ready(others, lambda i, lit: place(i, lit, last))
+    def read(i: int, atom: ir.Atom, source: Source, last: bool = False) -> list[str]:
+        """Read ``atom``, then place what it made ready; the variables bound."""
+        policy.taking(i, atom, bound)
+        scan = _scan(atom, i, source, bound)
+        steps.append(scan)
+        fresh = [v for _, v in scan.out]
+        return fresh + others.place(lambda j, lit: place(j, lit, last),
+                                    None if last else fresh)
 
     if first is not None:
         # the delta literal goes first; a negated literal read from a delta binds its atom's
@@ -255,27 +398,20 @@ def order_body(
         atoms = [a for a in atoms if a[0] != first]
         policy.taking(first, atom, bound)
         steps.append(_scan(atom, first, "delta", bound))
-    flush()
+    others.place(lambda j, lit: place(j, lit, False), None)
     if atom_order is not None:
         by_pos = dict(atoms)
         assert sorted(atom_order) == sorted(by_pos), "atom_order must list every atom"
         for n, i in enumerate(atom_order, 1):
             a = by_pos[i]
             assert isinstance(a, ir.Atom)
-            policy.taking(i, a, bound)
-            steps.append(_scan(a, i, "full", bound))
-            flush(n == len(atom_order))
+            read(i, a, "full", n == len(atom_order))
         atoms = []
 
-    def take(item: tuple[int, ir.Atom]) -> None:
-        i, atom = item
-        policy.taking(i, atom, bound)
-        steps.append(_scan(atom, i, "full", bound))
-        flush()
-
-    greedy(atoms, lambda a: policy.score(a[0], a[1], bound), take)
+    greedy(atoms, lambda a: policy.score(a[0], a[1], bound), lambda a: read(a[0], a[1], "full"),
+           lambda a: policy.depends(a[0], a[1]))
     if others:  # the safety check rules this out; keep the failure loud if it ever happens
-        raise AssertionError(f"unplaceable literals {[str(o) for _, o in others]}")
+        raise AssertionError(f"unplaceable literals {[str(o) for o in others.items.values()]}")
     return steps
 
 

@@ -27,10 +27,11 @@ throws them away (and re-plans) when the base facts grow or shrink by a factor o
 
 from __future__ import annotations
 
+import gc
 import itertools
 import random
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -57,6 +58,8 @@ FILTER = 0.5
 SAMPLE = 20_000
 #: rows holding an atom's constants found in a sample: fewer cannot be scaled up
 RARE = 20
+#: values of a relation's columns grouped in one pass (:meth:`Statistics._first_rows`)
+GROUPS = 4096
 
 
 def _bound(t: ir.Term, bound: set[str]) -> bool:
@@ -85,6 +88,12 @@ class Statistics:
         self._children: dict[str, dict[ir.Value, list[ir.Value]]] = {}
         self._reach: dict[str, dict[ir.Value, int]] = {}
         self._closures: dict[str, Any] = {}
+        #: per (relation, columns): the first rows holding each value (None: too many values)
+        self._groups: dict[tuple[str, tuple[int, ...]], dict[Any, list[ir.Row]] | None] = {}
+        #: passes over a whole stored relation, and closure nodes walked (each at most once
+        #: per direction): what the statistics cost, whatever the questions asked
+        self.scans = 0
+        self.walked = 0
 
     def size(self, rel: str) -> int:
         rows = self.full.get(rel)
@@ -267,34 +276,51 @@ class Statistics:
 
     def _reached(self, edge: str, start: ir.Value, down: bool) -> int:
         """The nodes below ``start`` over ``edge`` (``down``; a node reached twice in a DAG
-        counts twice: an estimate) or above it, each node's count computed once."""
-        reach = self._reach.setdefault(f"{edge}/{'down' if down else 'up'}", {})
+        counts twice: an estimate) or above it, each node's count computed once (a leaf's,
+        0, never stored: the walk expands the inner nodes only, each at most once per
+        direction, counted in :attr:`walked`)."""
+        key = f"{edge}/{'down' if down else 'up'}"
+        reach = self._reach.setdefault(key, {})
         got = reach.get(start)
         if got is not None:
             return got
-        key = f"{edge}/{'down' if down else 'up'}"
         children = self._children.get(key)
         if children is None:
             children = self._children[key] = {}
             a, b = (0, 1) if down else (1, 0)
-            for row in self.full.get(edge) or ():
-                children.setdefault(row[a], []).append(row[b])
+            self.scans += 1
+            # a list per node, up to millions, and no cycle among them: the cyclic collector
+            # would only walk them while they are made (as in engine/eval/seminaive.py)
+            was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                for row in self.full.get(edge) or ():
+                    kids = children.get(row[a])
+                    if kids is None:
+                        children[row[a]] = [row[b]]
+                    else:
+                        kids.append(row[b])
+            finally:
+                if was_enabled:
+                    gc.enable()
+        if start not in children:
+            return 0
         # post-order without recursion; a node met again on the stack (a cycle) counts 0
         on_stack = {start}
-        stack: list[tuple[ir.Value, int]] = [(start, 0)]
+        stack: list[tuple[ir.Value, Any]] = [(start, iter(children[start]))]
         while stack:
-            node, i = stack[-1]
-            kids = children.get(node, ())
-            if i < len(kids):
-                stack[-1] = (node, i + 1)
-                kid = kids[i]
-                if kid not in reach and kid not in on_stack:
+            node, it = stack[-1]
+            for kid in it:
+                if kid in children and kid not in reach and kid not in on_stack:
                     on_stack.add(kid)
-                    stack.append((kid, 0))
-                continue
-            stack.pop()
-            on_stack.discard(node)
-            reach[node] = sum(1 + reach.get(k, 0) for k in kids)
+                    stack.append((kid, iter(children[kid])))
+                    break
+            else:
+                stack.pop()
+                on_stack.discard(node)
+                self.walked += 1
+                kids = children[node]
+                reach[node] = len(kids) + sum(map(reach.get, kids, itertools.repeat(0)))
         return reach[start]
 
     def _sampled(self, a: ir.Atom, col: int) -> tuple[ir.Value, ...]:
@@ -311,23 +337,47 @@ class Statistics:
         return got
 
     def _matching(self, rel: str, consts: tuple[tuple[int, ir.Value], ...]) -> list[ir.Row]:
+        """The first :data:`GIVEN` rows holding ``consts`` (column, value): of the relation's
+        sample when it holds at least :data:`RARE` of them, else of the relation itself."""
         k = (rel, consts)
         got = self._rows_with.get(k)
         if got is None:
             rows: Any = self.full.get(rel) or ()
             got = []
             if len(rows) > SAMPLE:
-                got = [row for row in self._sample(rel)
-                       if all(row[c] == v for c, v in consts)][:GIVEN]
+                got = _first(self._sample(rel), consts)
             if len(got) < min(GIVEN, RARE):
-                got = []
-                for row in rows:
-                    if all(row[c] == v for c, v in consts):
-                        got.append(row)
-                        if len(got) == GIVEN:
-                            break
+                got = self._first_rows(rel, consts)
             self._rows_with[k] = got
         return got
+
+    def _first_rows(self, rel: str, consts: tuple[tuple[int, ir.Value], ...]) -> list[ir.Row]:
+        """The first :data:`GIVEN` rows of ``rel`` holding ``consts``, in the relation's order:
+        from one pass over the relation per set of columns (:data:`GROUPS` values at most;
+        a column with more is scanned per value), counted in :attr:`scans`."""
+        rows: Any = self.full.get(rel) or ()
+        if not consts:
+            return list(itertools.islice(rows, GIVEN))
+        cols = tuple(c for c, _ in consts)
+        value = tuple(v for _, v in consts)
+        groups = self._groups.get((rel, cols), {})
+        if groups is not None and not groups:
+            self.scans += 1
+            key = itemgetter(*cols) if len(cols) > 1 else lambda row: (row[cols[0]],)
+            for row in rows:
+                g = groups.get(kv := key(row))
+                if g is None:
+                    if len(groups) == GROUPS:
+                        groups = None
+                        break
+                    groups[kv] = [row]
+                elif len(g) < GIVEN:
+                    g.append(row)
+            self._groups[(rel, cols)] = groups
+        if groups is not None:
+            return list(groups.get(value, ()))
+        self.scans += 1
+        return _first(rows, consts)
 
     def _atom(self, a: ir.Atom, bound: set[str], goal: bool = False,
               samples: dict[str, tuple[ir.Value, ...]] | None = None) -> Estimate:
@@ -365,12 +415,15 @@ class Statistics:
         chosen: list[int] = []
         b = set(bound)
 
-        def take(i: int) -> None:
+        def take(i: int) -> set[str]:
             chosen.append(i)
-            b.update(atom_vars(body[i]))
+            fresh = atom_vars(body[i]) - b
+            b.update(fresh)
+            return fresh
 
-        # cheapest next step first
-        greedy(atoms, lambda i: -self._step_key(body[i], b, goal), take)
+        # cheapest next step first (a step's cost reads which of its variables are bound)
+        greedy(atoms, lambda i: -self._step_key(body[i], b, goal), take,
+               lambda i: atom_vars(body[i]))
         rows, work = self._cost(body, chosen, bound, others, None, goal, samples)
         return chosen, rows, work
 
@@ -441,6 +494,17 @@ class Statistics:
             pending.remove(lit)
             rows *= FILTER
         return rows, work
+
+
+def _first(rows: Iterable[ir.Row], consts: tuple[tuple[int, ir.Value], ...]) -> list[ir.Row]:
+    """The first :data:`GIVEN` of ``rows`` holding ``consts`` (column, value)."""
+    got: list[ir.Row] = []
+    for row in rows:
+        if all(row[c] == v for c, v in consts):
+            got.append(row)
+            if len(got) == GIVEN:
+                break
+    return got
 
 
 def _consts(args: Sequence[ir.Term], cols: tuple[int, ...]) -> tuple[tuple[int, ir.Value], ...]:

@@ -1,0 +1,33 @@
+"""What a Spark run reports: :class:`SparkResult` (the relations' DataFrames and each
+stratum's :class:`StratumReport`), returned by spark_bridge/evaluator.py's ``run``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from grantlog.engine.plan.magic import Demand
+
+from . import schema
+
+
+@dataclass
+class StratumReport:
+    index: int
+    relations: tuple[str, ...]
+    strategy: str  # "rules" (lazy), "rules+checkpoint", "semi-naive", "doubling", "graphframes"
+    iterations: int = 0
+    rows: int | None = None  # None when the stratum stayed lazy
+    seconds: float = 0.0
+
+
+@dataclass
+class SparkResult:
+    """What :func:`run` returns: external DataFrames per relation, and what happened."""
+
+    relations: dict[str, Any]
+    kinds: dict[str, tuple[schema.Kind, ...]]
+    strata: list[StratumReport] = field(default_factory=list)
+    plans: list[str] = field(default_factory=list)
+    #: the demand rewrite a goal was answered with (engine/plan/magic.py), else None
+    demand: Demand | None = None

@@ -312,7 +312,7 @@ def test_cli_goal_and_where(spark: Any, tmp_path: Path,
     out = tmp_path / "out"
     code = spark_cli(["run", "--rules", str(rules), "--output", str(out),
                       "--goal", "allowed(U, read, O)", "--where", "ancestor(c1, O)",
-                      "--with-reasons", "--explain-plan",
+                      "--with-reasons", "--explain-plan", "--progress",
                       "--conf", "spark.sql.shuffle.partitions=2"])
     captured = capsys.readouterr()
     assert code == 0, captured.err

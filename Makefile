@@ -6,7 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev-spark-peers
 
 .PHONY: demo test test-long lint typecheck unit grammar vsix docs-html bench bench-store bench-service \
-	bench-list bench-lsp bench-opa bench-heavy bench-verify bench-compare bench-plan clean install
+	bench-list bench-lsp bench-opa bench-heavy bench-verify bench-compare bench-plan \
+	bench-models clean install
 
 # the dev tools, the Spark extra (pyspark, graphframes-py) and the peer engines: `make test`
 # runs the Spark tests and checks the peers of the benchmarks against the oracle
@@ -117,6 +118,13 @@ bench-verify: $(STAMP)
 ## (issue 26 item 3).
 bench-plan: $(STAMP)
 	$(BIN)/python benchmarks/plan_bench.py --write
+
+## Own models against the shipped one (issue 26): list, filters and checks of the three models
+## of benchmarks/models/ and of the shipped Gravitino model on the same generated worlds.
+## At 100k and 1M tables by default; `make bench-models SIZES=100000` for the first only.
+SIZES ?= 100000 1000000
+bench-models: $(STAMP)
+	$(BIN)/python benchmarks/models_bench.py --sizes $(SIZES) --write
 
 ## Check, list, filter and service figures of an older revision against this tree, alternating
 ## (issue 25): BEFORE is a python with the old revision installed (see compare_revisions.py).

@@ -3,9 +3,14 @@
 answered check, from Python lists and from an opened SQLite store.
 
 * **lists**: ``Reasoner(program)``, one transaction inserting every base fact (``insert``),
-  then the first check (``first check``: the first evaluation and the planner's statistics);
+  then the first check (``first check``: the first evaluation and the planner's statistics),
+  then the first listing (``first list``: ``list(subject, "load_table", type="table")`` for the
+  first check's subject; budget 50 ms + 2 µs per listed table);
 * **store**: the facts bulk-loaded into a new SQLite file (not timed), then
-  ``Reasoner(program, store=URL, follow=False)`` (``open``) and its first check.
+  ``Reasoner(program, store=URL, follow=False)`` (``open``), its first check and first list;
+* **store, list first**: a listing as the first question after opening the store;
+* **store, prepared**: ``prepare()`` after opening (what ``grantlog serve`` does before it
+  takes traffic: plans and indexes of checks, lists and filters), then the first listing.
 
 Each figure is the median over ``--repeat`` runs, each run in a fresh process state (a new
 Reasoner; the workload generated once).
@@ -30,37 +35,68 @@ from harness import ROOT, load_store, log
 import grantlog
 
 RULES = ROOT / "rules" / "gravitino.gl"
+#: wall-clock time; ``--cpu``: the process's CPU time (on a shared machine, the work done
+#: without the waits for a core)
+clock = time.perf_counter
 
 
-def from_lists(program: Any, w: Any, first: tuple[str, str, str]) -> tuple[float, float]:
+Run = tuple[float, float, float, int]  # load, first check, first list, tables listed
+
+
+def questions(r: Any, first: tuple[str, str, str], t0: float, t1: float) -> Run:
+    r.check(*first)
+    t2 = clock()
+    n = len(r.list(first[0], "load_table", type="table"))
+    t3 = clock()
+    return t1 - t0, t2 - t1, t3 - t2, n
+
+
+def from_lists(program: Any, w: Any, first: tuple[str, str, str]) -> Run:
     gc.collect()
     r = grantlog.Reasoner(program)
-    t0 = time.perf_counter()
+    t0 = clock()
     with r.transaction() as tx:
         for rel, rows in w.facts.items():
             tx.insert(rel, rows)
-    t1 = time.perf_counter()
-    r.check(*first)
-    t2 = time.perf_counter()
-    return t1 - t0, t2 - t1
+    return questions(r, first, t0, clock())
 
 
-def from_store(program: Any, url: str, first: tuple[str, str, str]) -> tuple[float, float]:
+def from_store(program: Any, url: str, first: tuple[str, str, str]) -> Run:
     gc.collect()
-    t0 = time.perf_counter()
+    t0 = clock()
     r = grantlog.Reasoner(program, store=url, follow=False)
-    t1 = time.perf_counter()
-    r.check(*first)
-    t2 = time.perf_counter()
-    r.close()
-    return t1 - t0, t2 - t1
+    try:
+        return questions(r, first, t0, clock())
+    finally:
+        r.close()
+
+
+def list_first(program: Any, url: str, first: tuple[str, str, str],
+               prepare: bool) -> tuple[float, float]:
+    """(prepare, first list) after opening the store; prepare 0 when not asked for."""
+    gc.collect()
+    r = grantlog.Reasoner(program, store=url, follow=False)
+    try:
+        t0 = clock()
+        if prepare:
+            r.prepare()
+        t1 = clock()
+        r.list(first[0], "load_table", type="table")
+        return t1 - t0, clock() - t1
+    finally:
+        r.close()
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--cpu", action="store_true",
+                    help="measure the process's CPU time instead of the wall clock")
     a = ap.parse_args()
+    if a.cpu:
+        global clock
+        clock = time.process_time
     program = grantlog.compile(paths=[str(RULES)])
     for size in a.sizes:
         w = gw.generate(size, seed=1)
@@ -70,11 +106,17 @@ def main() -> int:
             url = f"sqlite:///{Path(tmp) / 'cold.db'}"
             load_store(url, program, w)
             stored = [from_store(program, url, first) for _ in range(a.repeat)]
+            listed = [list_first(program, url, first, False)[1] for _ in range(a.repeat)]
+            prepared = [list_first(program, url, first, True) for _ in range(a.repeat)]
         med = statistics.median
+        n = lists[0][3]
         log(f"{size:>9,} tables  lists: insert {med(x[0] for x in lists):.2f} s, first check "
-            f"{med(x[1] for x in lists):.2f} s, total {med(sum(x) for x in lists):.2f} s | "
+            f"{med(x[1] for x in lists):.2f} s, first list {med(x[2] for x in lists):.3f} s | "
             f"store: open {med(x[0] for x in stored):.2f} s, first check "
-            f"{med(x[1] for x in stored):.2f} s, total {med(sum(x) for x in stored):.2f} s")
+            f"{med(x[1] for x in stored):.2f} s, first list {med(x[2] for x in stored):.3f} s | "
+            f"store, list first {med(listed):.3f} s | store, prepared: prepare "
+            f"{med(x[0] for x in prepared):.2f} s, first list {med(x[1] for x in prepared):.3f} s"
+            f" | {n:,} tables listed, budget {0.05 + 2e-6 * n:.3f} s")
     return 0
 
 

@@ -73,14 +73,18 @@ class Timing:
         return statistics.median(self.times)
 
 
-def timed(fn: Callable[[], Any], repeat: int = 3, warmup: int = 0) -> Timing:
+def timed(fn: Callable[[], Any], repeat: int = 3, warmup: int = 0,
+          setup: Callable[[], Any] | None = None) -> Timing:
     """``fn()`` run ``warmup`` times untimed, then ``repeat`` times, each timed with
-    ``time.perf_counter_ns``."""
+    ``time.perf_counter_ns`` (``setup()`` before each run, untimed: e.g. ``gc.collect``)."""
     for _ in range(warmup):
         fn()
     times = []
     result = None
     for _ in range(repeat):
+        if setup is not None:
+            setup()
+        result = None  # the last run's result is not kept alive through the next run
         t0 = time.perf_counter_ns()
         result = fn()
         times.append((time.perf_counter_ns() - t0) / 1e9)

@@ -47,6 +47,13 @@ variable just bound (engine/plan/join.py ``greedy``, ``Waiting``); the delta var
 planned when a change first reads them (engine/eval/incremental.py); ``Names`` sorts the
 relation names once and looks among those sharing uncommon trigrams (engine/core/suggest.py).
 Planning every delta variant stays quadratic: n plans of n steps each.
+
+Then (d54463b, load 8-13): the star of 1,600 failed with `evaluation-too-deep` at evaluation
+(the interpreter that runs plans too deep for generated code recursed once per step); a first
+load (the rule's facts inserted into empty relations) planned and ran every delta variant:
+the star took 23 s at 400 and 87 s at 800. Now the interpreter searches with an explicit
+stack (engine/plan/codegen.py ``solve``) and a first load runs one variant per rule
+(engine/eval/incremental.py ``_loaded``): the "first load" column.
 """
 
 SHAPES = ("chain", "star", "random")
@@ -119,12 +126,30 @@ def plan_row(shape: str, n: int, variants_up_to: int) -> dict[str, object]:
         row["reasoner"] = seconds(lambda: grantlog.Reasoner(grantlog.compile(text)).rows("p"))
     except grantlog.GrantlogError as e:  # planned, but evaluation can fail (a stack too deep)
         row["reasoner_error"] = e.diagnostics[0].code
+    row["first_load"] = seconds(lambda: first_load(shape, text))
     if n <= variants_up_to:
         reads = [i for i, lit in enumerate(rule.body) if not isinstance(lit, ir.Cmp)]
         row["variants"] = seconds(lambda: [plan_variant(rule, i) for i in reads])
     log(f"{shape:6} {n:5}: " + ", ".join(
         f"{k} {v:.3f} s" for k, v in row.items() if isinstance(v, float)))
     return row
+
+
+def first_load(shape: str, text: str) -> None:
+    """The rule with ``p`` materialized and no facts, then its facts inserted in one
+    transaction: the path that planned and ran a delta variant per body atom."""
+    import grantlog
+
+    rules = [line for line in text.splitlines() if ":-" in line]
+    cols = "a: string, b: string" if shape == "chain" else "a: string"
+    decls = ("rel e(a: string, b: string). rel t(a: string, b: string, c: string). "
+             f"rel q(a: string).\n@materialize rel p({cols}).\n")
+    r = grantlog.Reasoner(grantlog.compile(decls + "\n".join(rules)))
+    with r.transaction() as tx:
+        tx.insert("e", [("a", "b")])
+        tx.insert("t", [("a", "b", "c")])
+        tx.insert("q", [("z",)])
+    r.rows("p")
 
 
 def typo_row(n: int, compile_too: bool) -> dict[str, object]:
@@ -153,12 +178,13 @@ def report(plans: list[dict[str, object]], sugg: list[dict[str, object]]) -> str
     out = [HEADING, "", f"`benchmarks/plan_bench.py`, {info['when']}, commit {info['git']}. "
            "Seconds, best of 3 (one plan) or of 1.", "",
            "| shape | literals | one plan (`order_body`) | compile + Reasoner + first rows "
-           "| every delta variant |", "|---|---:|---:|---:|---:|"]
+           "| first load (insert) | every delta variant |", "|---|---:|---:|---:|---:|---:|"]
     for r in plans:
         var = f"{r['variants']:.2f}" if "variants" in r else "—"
         first = (f"{r['reasoner']:.2f}" if "reasoner" in r
                  else f"`{r.get('reasoner_error')}` at evaluation")
-        out.append(f"| {r['shape']} | {r['n']} | {r['order_body']:.3f} | {first} | {var} |")
+        out.append(f"| {r['shape']} | {r['n']} | {r['order_body']:.3f} | {first} "
+                   f"| {r['first_load']:.2f} | {var} |")
     out += ["", "| misspelled relations | suggestions | found | compile | compile, no typos |",
             "|---:|---:|---:|---:|---:|"]
     for r in sugg:

@@ -1,6 +1,6 @@
 """Spark backend on the Gravitino-shaped workload: one catalog's load_table decisions, all users.
 
-    python benchmarks/spark_bench.py [--sizes 100000,1000000,5000000] [--catalog m1.cat000]
+    python benchmarks/spark_bench.py [--sizes 100000,1000000,5000000] [--catalog m1.cat000|all]
         [--driver-memory 8g] [--memory-limit-gb 10] [--repeat 1] [--no-memory] [--no-write]
         [--data-dir DIR] [--timeout S] [--memory-timeout S] [--master local[2]]
         [--partitions 16]
@@ -26,7 +26,8 @@ For each size, in fresh subprocesses, one after the other (never two big ones at
    reported.
 
 Both sides' answers are compared by (row count, sum of a hash of each row). The default
-catalog ``m1.cat000`` holds the workload's big schema (10,000 tables) and its share of the rest.
+catalog ``m1.cat000`` holds the workload's big schema (10,000 tables) and its share of the rest;
+``--catalog all`` asks for every user × table (the goal with no ``where``).
 Writes the "Spark" section of benchmarks/RESULTS.md (``--no-write``: print only). Not a unit
 test: timings depend on the machine; the load average is reported with them.
 """
@@ -59,6 +60,11 @@ CODE = ("engine", "spark_bridge", "rules")
 
 def loadavg() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def where_of(catalog: str) -> str | None:
+    """the goal's condition: one catalog's tables, or none (``all``: every table)"""
+    return None if catalog == "all" else f'catalog_of(T, "{catalog}")'
 
 
 def row_hash(row: Sequence[str]) -> int:
@@ -152,7 +158,7 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
     t1 = time.perf_counter()
     specs = {p.stem: {"path": str(p), "format": "csv"} for p in sorted(data.glob("*.csv"))}
     inputs = sb.read_inputs(spark, program, specs)
-    res = sb.run(program, spark, inputs, goal=GOAL, where=f'catalog_of(T, "{catalog}")',
+    res = sb.run(program, spark, inputs, goal=GOAL, where=where_of(catalog),
                  progress=say)
     out = data / "spark-answers"
     res.relations["allowed"].write.mode("overwrite").parquet(str(out))
@@ -168,6 +174,7 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
                "iterations": s.iterations, "rows": s.rows, "seconds": round(s.seconds, 2)}
               for s in res.strata]
     closure = next((s for s in res.strata if s.relations == ("ancestor",)), None)
+    largest = max(res.strata, key=lambda s: s.rows or 0)
     spark.stop()
     return {
         "session_s": session_s, "total_s": total_s,
@@ -182,6 +189,7 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
         "rules": len(d.program.rules), "original_rules": len(program.rules),
         "relations": len(d.program.relations), "magic": len(d.magic), "cut": d.cut,
         "answers": int(agg["n"]), "hash": int(agg["h"] or 0),
+        "largest_stratum": "/".join(largest.relations), "largest_rows": largest.rows or 0,
         "jvm_peak_mib": jvm_kib / 1024,
         "python_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "log": lines,
@@ -200,10 +208,10 @@ def work_memory(args: argparse.Namespace, data: Path, catalog: str) -> dict[str,
     path = model_path("gravitino")
     assert path is not None
     program = grantlog.compile(paths=[path])
-    where = f'catalog_of(T, "{catalog}")'
+    where = where_of(catalog)
     t0 = time.perf_counter()
     try:
-        if args.memory_mode == "query":
+        if args.memory_mode in ("query", "list"):
             # goal-directed, as an application asks: one read of the original program
             r = grantlog.Reasoner(program)
             names = set(program.relations)
@@ -221,9 +229,15 @@ def work_memory(args: argparse.Namespace, data: Path, catalog: str) -> dict[str,
                     next(rd)
                     tx.insert(p.stem, [tuple(row) for row in rd])
         t1 = time.perf_counter()
-        if args.memory_mode == "query":
-            got = [(b["U"], "load_table", b["T"])
-                   for b in r.query(f"{where}, allowed(U, load_table, T)")]
+        if args.memory_mode == "list":
+            # every user's listing (the listing fast path), one after the other
+            users = sorted({row[0] for row in r.rows("metalake_user")})
+            got = [(u, "load_table", t) for u in users
+                   for t in r.list(u, "load_table", type="table")
+                   if where is None or r.ask(f'catalog_of("{t}", "{catalog}")')]
+        elif args.memory_mode == "query":
+            asked = GOAL if where is None else f"{where}, {GOAL}"
+            got = [(b["U"], "load_table", b["T"]) for b in r.query(asked)]
         else:
             got = [tuple(map(str, row)) for row in r.rows(d.answer)]
         t2 = time.perf_counter()
@@ -279,12 +293,16 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]], started: str,
            f"- Spark: `{args.master}`, `spark.driver.memory={args.driver_memory}`, "
            f"`spark.sql.shuffle.partitions={args.partitions}`, adaptive execution on; inputs "
            "are the CSV files (one per base relation), read with `read_inputs`",
-           f"- goal: `{GOAL}` where `catalog_of(T, \"{args.catalog}\")`; the program is "
-           "rewritten for it (engine/plan/magic.py); the answers are written as Parquet",
+           f"- goal: `{GOAL}`" + (" (every user × table)" if args.catalog == "all" else
+                                  f" where `catalog_of(T, \"{args.catalog}\")`")
+           + "; the program is rewritten for it (engine/plan/magic.py); the answers are "
+           "written as Parquet",
            f"- in-memory engine: a fresh process, address space limited to "
            f"{args.memory_limit_gb} GiB, facts inserted in one transaction, then "
            + ("the same rewritten program evaluated bottom-up (`Reasoner(demand(...).program)`"
               ", the answer relation read)" if args.memory_mode == "rewritten" else
+              "every registered user's `list(u, load_table, type=table)` on the original "
+              "program, one user after the other" if args.memory_mode == "list" else
               "the goal-directed query `catalog_of(T, c), allowed(U, load_table, T)` on the "
               "original program"),
            f"- {args.repeat} run(s) per size and engine; medians where more than one", ""]
@@ -322,6 +340,9 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]], started: str,
     row("Spark: rules / strata / checkpointed strata (rewritten program)",
         lambda r: f"{sp(r, 'rules')} of {sp(r, 'original_rules')} / {sp(r, 'strata')} / "
                   f"{sp(r, 'checkpointed')}" if sp(r, "rules") else "—")
+    row("Spark: largest stratum (rows)",
+        lambda r: f"{sp(r, 'largest_stratum')} ({sp(r, 'largest_rows'):,})"
+        if sp(r, "largest_stratum") else "—")
     row("Spark: peak RSS, JVM / Python driver",
         lambda r: f"{sp(r, 'jvm_peak_mib'):,.0f} / {sp(r, 'python_peak_mib'):,.0f} MiB"
         if sp(r, "jvm_peak_mib") else "—")
@@ -406,9 +427,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--memory-timeout", type=float, default=1800.0,
                     help="for the in-memory engine's run, seconds")
     ap.add_argument("--no-memory", action="store_true", help="skip the in-memory engine")
-    ap.add_argument("--memory-mode", choices=["rewritten", "query"], default="rewritten",
+    ap.add_argument("--memory-mode", choices=["rewritten", "query", "list"],
+                    default="rewritten",
                     help="in-memory engine: the rewritten program bottom-up (default), or the "
-                         "original program's goal-directed query")
+                         "original program's goal-directed query, or every registered user's "
+                         "`list(u, load_table, type=table)`")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--data-dir", type=Path,
                     default=Path(os.environ.get("TMPDIR", "/tmp")) / "grantlog-spark-bench")

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import gravitino_workload as gw
-from harness import HERE, ROOT, log, pct_floor, replace_section, run_info
+from harness import HERE, ROOT, log, pct_floor, replace_section, run_info, timed
 
 import grantlog
 from grantlog.store import ingest, open_store
@@ -186,17 +186,11 @@ def ingestion(program: Any, w: Any, tmp: Path, size: int) -> dict[str, Any]:
     for fmt, path in paths.items():
         ingest.dump(w.facts, program, str(path), fmt)
     for fmt, path in paths.items():
-        times = []
-        for _ in range(3):
-            gc.collect()
-            t0 = time.perf_counter()
-            got = ingest.read([str(path)], program)
-            times.append(time.perf_counter() - t0)
-            assert sum(map(len, got.values())) == n
-            del got
-        out[fmt] = {"rows": n, "s": statistics.median(times),
-                    "rows_per_s": n / statistics.median(times)}
-        log(f"  read {fmt}: {n / statistics.median(times):,.0f} rows/s")
+        t = timed(lambda path=path: sum(map(len, ingest.read([str(path)], program).values())),
+                  repeat=3, setup=gc.collect)
+        assert t.result == n
+        out[fmt] = {"rows": n, "s": t.median, "rows_per_s": n / t.median}
+        log(f"  read {fmt}: {n / t.median:,.0f} rows/s")
     db = tmp / "cli.db"
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "grantlog.cli", "store", "load", f"sqlite:///{db}",

@@ -63,7 +63,7 @@ _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 #: annotations a relation declaration may carry
 ANNOTATIONS = ("materialize", "demand", "decision", "writable", "hierarchy")
 #: the arguments an annotation takes (one of them, always); the others take none
-ANNOTATION_ARGS = {"hierarchy": ("edge", "type", "closure", "strict")}
+ANNOTATION_ARGS = {"hierarchy": ("edge", "type", "closure", "strict", "parent")}
 
 
 def split_annotation(note: str) -> tuple[str, str | None]:

@@ -8,15 +8,16 @@
                        [--master URL] [--conf KEY=VALUE]... [--with-reasons]
                        [--explain-plan] [--closure auto|doubling|graphframes|semi-naive]
                        [--max-iterations N] [--broadcast-rows N] [--checkpoint-dir DIR]
-                       [--quiet | --progress]
+                       [--progress | --quiet]
                        [--filters OPERATION [--type T] (--subject S | --subjects-from REL)]
 
 The rules are read as by every command (grantlog/cli/inputs.py): ``--model``, the FILE
 arguments (``--rules FILE``, repeatable, is the same), then ``--facts``. Writes each chosen
 relation (default: every derived relation; with ``--goal``, the goal's
-answers) to ``DIR/<rel>/`` as Parquet and prints progress per stratum and iteration (rows,
-seconds) on stderr when stderr is a terminal (``--progress``: always, ``--quiet``: never;
-warnings and errors always). With ``-r`` and no goal, only the chosen relations' dependency
+answers) to ``DIR/<rel>/`` as Parquet and shows progress (a bar over the strata and one over
+the writes, a line per stratum and iteration with its rows and seconds: engine/core/progress.py,
+as every command) on stderr when stderr is a terminal (``--progress``: always, ``--quiet``:
+never; warnings and errors always). With ``-r`` and no goal, only the chosen relations' dependency
 cone is evaluated (engine/compile/restrict.py).
 ``--goal 'allowed(U, load_table, T)' --where 'catalog_of(T, "m1.c1")'``
 computes only those rows of ``allowed`` (the program rewritten for the goal, engine/plan/magic.py)
@@ -38,12 +39,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from grantlog.engine.core import progress
+
 
 def add_parser(sub: Any) -> None:
     """Register ``spark run`` with the main command line (grantlog/cli/main.py): the rule
     inputs as every command takes them (``--model``, FILE..., ``--facts``;
     grantlog/cli/inputs.py), ``-r`` for ``--relation`` and ``--json`` as everywhere."""
-    from grantlog.cli.inputs import HELP_STRICT, add_inputs, add_json
+    from grantlog.cli.inputs import HELP_STRICT, add_inputs, add_json, add_progress
 
     p = sub.add_parser("spark", help="bulk evaluation on Spark (see `grantlog spark run -h`)",
                        description="bulk evaluation on Spark")
@@ -86,13 +89,9 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--checkpoint-dir", metavar="DIR",
                    help="Spark checkpoint directory (default: a temp dir)")
     r.add_argument("--strict", action="store_true", help=HELP_STRICT)
-    shown = r.add_mutually_exclusive_group()
-    shown.add_argument("--quiet", "-q", action="store_true",
-                       help="no progress on stderr (warnings and errors still are)")
-    shown.add_argument("--progress", action="store_true",
-                       help="progress on stderr (a line per stratum with its relations, rows "
-                            "and seconds) even when stderr is not a terminal (default: only "
-                            "on a terminal)")
+    add_progress(r, "progress on stderr (a bar over the strata, and a line per stratum with "
+                 "its relations, rows and seconds) even when stderr is not a terminal "
+                 "(default: only on a terminal)")
     add_json(r, "print a JSON summary on stdout: what was written where, and the time taken")
     f = r.add_argument_group("filters in bulk (instead of every subject-resource pair)")
     f.add_argument("--filters", metavar="OPERATION",
@@ -115,7 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = Parser(prog="grantlog")
     add_parser(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     args = parser.parse_args(["spark", *(sys.argv[1:] if argv is None else argv)])
-    code: int = args.fn(args)
+    with progress.reporting(args.progress):  # as grantlog/cli/main.py does
+        code: int = args.fn(args)
     return code
 
 
@@ -129,8 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     def warn(line: str) -> None:  # warnings and errors: always
         print(line, file=sys.stderr, flush=True)
 
-    shown = args.progress or (not args.quiet and sys.stderr.isatty())
-    say = warn if shown else (lambda _line: None)
+    say = progress.note  # progress lines: shown as progress.reporting says (main)
     try:
         program = compile_program(paths=rule_files(args, [*args.rules, *args.files]),
                                   strict=args.strict)
@@ -191,14 +190,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             names = args.relation or sorted(program.derived)
         out = Path(args.output)
-        for rel in names:
-            df = result.relations[rel]
-            if args.explain_plan:
-                print(f"-- spark plan of {rel}")
-                print(df._jdf.queryExecution().simpleString())
-            t1 = time.perf_counter()
-            df.write.mode("overwrite").parquet(str(out / rel))
-            say(f"wrote {rel} -> {out / rel} ({time.perf_counter() - t1:.2f} s)")
+        with progress.task("writing Parquet", len(names), "relation") as advance:
+            for rel in names:
+                df = result.relations[rel]
+                if args.explain_plan:
+                    print(f"-- spark plan of {rel}")
+                    print(df._jdf.queryExecution().simpleString())
+                advance(0, postfix=rel)  # a lazy relation is computed as it is written
+                t1 = time.perf_counter()
+                df.write.mode("overwrite").parquet(str(out / rel))
+                say(f"wrote {rel} -> {out / rel} ({time.perf_counter() - t1:.2f} s)")
+                advance(1)
         say(f"done in {time.perf_counter() - t0:.1f} s")
         if args.json:
             print(json.dumps({"output": str(out), "relations": {r: str(out / r) for r in names},

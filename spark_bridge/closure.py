@@ -43,7 +43,8 @@ def closure_shape(program: ir.Program, stratum: ir.Stratum) -> Closure | None:
     p = stratum.relations[0]
     if any(f.rel == p for f in program.facts):
         return None
-    return closures(program).get(p)
+    c = closures(program).get(p)
+    return None if c is None or c.flipped else c  # a reversed edge: semi-naive
 
 
 # ---------------------------------------------------------------------------------------------

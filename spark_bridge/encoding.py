@@ -28,9 +28,12 @@ when called.
 
 from __future__ import annotations
 
+import operator
 import re
+from collections.abc import Callable
 from typing import Any
 
+from grantlog.engine.core import ir
 from grantlog.engine.core.ir import Value
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
@@ -183,3 +186,34 @@ def shown_col(c: Any) -> Any:
     ident = s.rlike(IDENT_PATTERN) & ~s.isin(*KEYWORDS)
     as_str = F.when(ident, s).otherwise(F.concat(F.lit('"'), esc, F.lit('"')))
     return F.when(is_int_col(c), decode_long_col(c).cast("string")).otherwise(as_str)
+
+
+#: a comparison of two internal encodings (they order like the values), as a Column
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+    ">": operator.gt, ">=": operator.ge}
+
+
+def compare_col(op: str, left: Any, right: Any) -> Any:
+    """a comparison of two internal encodings (they order like the values)"""
+    if op not in _COMPARE:
+        raise ValueError(op)
+    return _COMPARE[op](left, right)
+
+
+def key_columns(cols: tuple[int, ...], terms: tuple[ir.Term, ...],
+                v: Callable[[str], str]) -> tuple[list[Any], dict[str, Any]]:
+    """A lookup's key on a relation's columns: the filters (a constant; a variable met before
+    in the key) and the columns to join on, by the (internal) variable name ``v`` gives."""
+    from pyspark.sql import functions as F
+
+    conds: list[Any] = []
+    proj: dict[str, Any] = {}
+    for col, t in zip(cols, terms, strict=True):
+        if isinstance(t, ir.Const):
+            conds.append(F.col(f"c{col}") == F.lit(encode(t.value)))
+        elif v(t.name) in proj:
+            conds.append(F.col(f"c{col}") == proj[v(t.name)])
+        else:
+            proj[v(t.name)] = F.col(f"c{col}")
+    return conds, proj

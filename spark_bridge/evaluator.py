@@ -29,13 +29,12 @@ path doubling when the stratum is a transitive closure (closure.py).
 
 from __future__ import annotations
 
-import operator
 import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from grantlog.engine.core import ir
+from grantlog.engine.core import ir, progress
 from grantlog.engine.core.terms import compare, is_anon
 from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan
 from grantlog.engine.plan.magic import demand
@@ -43,6 +42,7 @@ from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error, plural
 
 from . import encoding, planner, schema
 from .closure import closure_shape, doubling, full_on_spark, graphframes_status
+from .reasons import grant_reasons
 from .reasons import reason_literal as choose_reason
 from .report import SparkResult, StratumReport
 
@@ -53,19 +53,6 @@ PLAN_LIMIT = 100
 #: a materialized relation keeps about this many rows per partition (at least one partition)
 ROWS_PER_PARTITION = 200_000
 REASON_COLUMNS = ("rule", "reason_rel", "reason_row")
-
-
-#: a comparison of two internal encodings (they order like the values), as a Column
-_SPARK_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
-    "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-    ">": operator.gt, ">=": operator.ge}
-
-
-def _spark_compare(op: str, left: Any, right: Any) -> Any:
-    """a comparison of two internal encodings (they order like the values)"""
-    if op not in _SPARK_COMPARE:
-        raise ValueError(op)
-    return _SPARK_COMPARE[op](left, right)
 
 
 def rel_cols(arity: int) -> list[str]:
@@ -252,7 +239,7 @@ class _Run:
         for i, s in enumerate(steps):
             if isinstance(s, Scan):
                 src = (deltas if s.source == "delta" else sources)[s.rel]
-                conds, proj = _key(s.key_cols, s.key_terms, v)
+                conds, proj = encoding.key_columns(s.key_cols, s.key_terms, v)
                 join_on = list(proj)
                 first: dict[str, int] = {}
                 for col, name in s.out:
@@ -282,12 +269,12 @@ class _Run:
                     if not compare(s.op, s.left.value, s.right.value):
                         return None
                     continue
-                b = b.filter(_spark_compare(s.op, expr(s.left), expr(s.right)))
+                b = b.filter(encoding.compare_col(s.op, expr(s.left), expr(s.right)))
             elif isinstance(s, Assign):
                 b = (self._unit() if b is None else b).withColumn(v(s.var), expr(s.value))
             else:
                 neg = sources[s.rel]
-                nconds, nproj = _key(s.key_cols, s.key_terms, v)
+                nconds, nproj = encoding.key_columns(s.key_cols, s.key_terms, v)
                 for c in nconds:
                     neg = neg.filter(c)
                 nright = neg.select(*[e.alias(n) for n, e in nproj.items()])
@@ -341,35 +328,41 @@ class _Run:
         program = self.program
         for rel in program.relations:
             self.full[rel] = self._base(rel)
-        for st in program.strata:
-            t0 = time.perf_counter()
-            report = self._recursive(st) if st.recursive else self._plain(st)
-            report.seconds = time.perf_counter() - t0
-            self.reports.append(report)
-            rows = "lazy" if report.rows is None else plural(report.rows, "row")
-            self.progress(f"stratum {st.index} [{', '.join(st.relations)}] {report.strategy}: "
-                          f"{rows}, {report.iterations} iteration(s), {report.seconds:.2f} s")
+        with progress.task("Spark strata", len(program.strata), "stratum") as advance:
+            for st in program.strata:
+                advance(0, postfix=f"stratum {st.index} [{', '.join(st.relations)}]")
+                t0 = time.perf_counter()
+                report = self._recursive(st) if st.recursive else self._plain(st)
+                report.seconds = time.perf_counter() - t0
+                self.reports.append(report)
+                rows = "lazy" if report.rows is None else plural(report.rows, "row")
+                self.progress(f"stratum {st.index} [{', '.join(st.relations)}] "
+                              f"{report.strategy}: {rows}, {report.iterations} iteration(s), "
+                              f"{report.seconds:.2f} s")
+                advance(1)
 
     def _plain(self, st: ir.Stratum) -> StratumReport:
         rel = st.relations[0]
         arity = self.program.relations[rel].arity
         report = StratumReport(st.index, st.relations, "rules", 1)
         dfs = [self.full[rel]]
-        reason_dfs = []
+        reason_dfs: list[Any] = []
         reasons = self.with_reasons and rel == self.decision
         for rid in st.rules:
             for plan in planner.plans(self.program.rules[rid], seeds=self.seeds, low=self.low):
                 self.plans.append(f"{plan.rule.name}: {plan.describe()}")
-                d = self.rule_df(plan, self.full, {}, {})
+                d = self.rule_df(plan, self.full, {}, {}, reasons=reasons)
                 if d is not None:
-                    dfs.append(d)
-                if reasons:
-                    rd = self.rule_df(plan, self.full, {}, {}, reasons=True)
-                    if rd is not None:
-                        reason_dfs.append(rd)
-        df = self._union(dfs, arity).distinct()
+                    (reason_dfs if reasons else dfs).append(d)
         if reasons:
-            self.reasons = self._pick_reasons(rel, df, reason_dfs)
+            # each rule's rows carry their reason: the rules run once, and the relation is
+            # the rows of its reasons (facts and inputs with none)
+            self.reasons, n = self.materialize(self._pick_reasons(rel, dfs[0], reason_dfs))
+            report.strategy, report.rows = "rules+checkpoint", n
+            self.sizes[rel], self.weight[rel] = n, 1
+            self.full[rel] = self.reasons.select(*rel_cols(arity))
+            return report
+        df = self._union(dfs, arity).distinct()
         weight = 1 + sum(self.weight.get(s.rel, 1) for rid in st.rules
                          for lit in self.program.rules[rid].body
                          for s in [lit.atom if isinstance(lit, ir.Neg) else lit]
@@ -392,8 +385,8 @@ class _Run:
         return report
 
     def _pick_reasons(self, rel: str, df: Any, reason_dfs: list[Any]) -> Any:
-        """one reason per row of ``df``: the least (rule, reason_rel, reason_row) among
-        ``reason_dfs``; rows that are only facts or inputs get none"""
+        """one reason per row of ``df`` and of ``reason_dfs``: the least (rule, reason_rel,
+        reason_row) among ``reason_dfs``; rows that are only facts or inputs get none"""
         F = self.F
         cols = rel_cols(self.program.relations[rel].arity)
         none = F.lit(None).cast("string")
@@ -588,6 +581,8 @@ class _Run:
         answers, shown under the public name with the decision relation's reasons."""
         out = {rel: self.external(rel, df) for rel, df in self.full.items()}
         dec = self.decision
+        if self.with_reasons and self.reasons is not None:  # premises -> grants (reasons.py)
+            self.reasons = grant_reasons(self)
         if self.with_reasons and dec in self.full:
             if self.reasons is None:  # a base relation: its rows are facts, with no reason
                 none = self.F.lit(None).cast("string")
@@ -604,24 +599,6 @@ class _Run:
             else:
                 out[name] = out[rel]
         return out
-
-
-def _key(cols: tuple[int, ...], terms: tuple[ir.Term, ...],
-         v: Callable[[str], str]) -> tuple[list[Any], dict[str, Any]]:
-    """A lookup's key on a relation's columns: the filters (a constant; a variable met before
-    in the key) and the columns to join on, by the (internal) variable name ``v`` gives."""
-    from pyspark.sql import functions as F
-
-    conds: list[Any] = []
-    proj: dict[str, Any] = {}
-    for col, t in zip(cols, terms, strict=True):
-        if isinstance(t, ir.Const):
-            conds.append(F.col(f"c{col}") == F.lit(encoding.encode(t.value)))
-        elif v(t.name) in proj:
-            conds.append(F.col(f"c{col}") == proj[v(t.name)])
-        else:
-            proj[v(t.name)] = F.col(f"c{col}")
-    return conds, proj
 
 
 def run(

@@ -13,7 +13,15 @@ import random
 from conftest import within
 from grantlog.engine.core import ir
 from grantlog.engine.core.suggest import INDEXED_FROM, Names, closest, did_you_mean
-from grantlog.engine.plan.join import Waiting, greedy, order_body, place_ready, plan_variant
+from grantlog.engine.plan.codegen import solve
+from grantlog.engine.plan.join import (
+    Waiting,
+    greedy,
+    order_body,
+    place_ready,
+    plan_rule,
+    plan_variant,
+)
 
 import grantlog
 
@@ -32,6 +40,56 @@ def test_a_1600_literal_body_plans() -> None:
     assert middle.steps[0].literal == 800 and len(middle.steps) == 1600
     r = within(30, lambda: grantlog.Reasoner(program))
     assert within(30, lambda: r.rows("p")) == set()
+
+
+def star(n: int) -> str:
+    return 'e("a", "b").\n' + "p(X) :- " + ", ".join(f"e(X, Y{i})" for i in range(n)) + ".\n"
+
+
+def test_a_1600_literal_star_body_evaluates() -> None:
+    # every literal matches, so a search nests 1,600 steps deep (it raised
+    # `evaluation-too-deep`: the interpreter recursed once per step)
+    program = grantlog.compile(star(1600))
+    rule = next(r for r in program.rules if r.head.rel == "p")
+    plan = within(30, lambda: plan_variant(rule, 0))
+    assert len(plan.steps) == 1600
+    r = grantlog.Reasoner(program)
+    assert within(60, lambda: r.rows("p")) == {("a",)}
+    assert within(30, lambda: r.ask('p("a")'))
+    # the same search through the interpreter directly: every binding, each its own dict
+    small = grantlog.compile(star(3))
+    envs = list(solve(plan_rule(small.rules[0])[0], {"e": {("a", "b"): 0, ("a", "c"): 0}},
+                      None, lambda rel, cols: {"a": [("a", "b"), ("a", "c")]}, {}))
+    assert len(envs) == 8 and len({tuple(sorted(e.items())) for e in envs}) == 8
+
+
+def test_a_first_load_into_a_long_star_body_runs_one_variant() -> None:
+    # `e` is empty before the insert: every derivation reads a new `e` row at the first
+    # atom, so one delta variant finds them all (it planned and ran 1,600, each of 1,600 steps)
+    text = "@materialize rel p(x: string).\n" + star(1600).split("\n", 1)[1]
+    r = grantlog.Reasoner(grantlog.compile(text))
+    assert r.rows("p") == set()
+    within(30, lambda: r.insert("e", [("a", "b")]))
+    assert r.rows("p") == {("a",)}
+
+
+def test_a_first_load_finds_what_the_variants_find() -> None:
+    rules = """@materialize rel a(x: string).
+        a(X) :- big(X, Y), small(Y), big(Y, Z), not gone(Z).
+        big("p", "q"). big("q", "r"). big("q", "s"). gone("r")."""
+    r = grantlog.Reasoner(grantlog.compile(rules))
+    assert r.rows("a") == set()
+    r.insert("small", [("q",), ("r",)])  # empty before
+    expected = grantlog.Reasoner(grantlog.compile(rules + ' small("q"). small("r").'))
+    assert r.rows("a") == expected.rows("a") == {("p",)}
+    with r.transaction() as tx:  # a first load of `small` and a change of `big` at once
+        tx.retract("small", [("q",), ("r",)])
+    with r.transaction() as tx:
+        tx.insert("small", [("s",)])
+        tx.insert("big", [("x", "s"), ("s", "t")])
+    fresh = grantlog.Reasoner(grantlog.compile(
+        rules + ' small("s"). big("x", "s"). big("s", "t").'))
+    assert r.rows("a") == fresh.rows("a") == {("q",), ("x",)}
 
 
 def test_delta_variants_are_planned_when_first_read() -> None:

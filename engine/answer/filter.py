@@ -55,7 +55,7 @@ def residual(r: Host, ctx: DemandContext, subject: str, operation: str,
     the view's hierarchy, shared with the caller's walks)."""
     roles = hierarchy_roles(r.program)
     if roles.walkable and h is None:
-        h = Hierarchy(ctx, roles)
+        h = Hierarchy(ctx, roles, r._levels)
     found = Partial(r.program, ctx, r._base, r._levels, h).atom(
         r._decision(), (subject, operation, SYM))
     cond = disj([c for _, c in found])
@@ -76,7 +76,7 @@ def data_filter(r: Host, subject: str, operation: str, type: str | None = None,
     roles = hierarchy_roles(r.program)
     with r._read():
         ctx = r._context()
-        h = Hierarchy(ctx, roles) if roles.walkable else None
+        h = Hierarchy(ctx, roles, r._levels) if roles.walkable else None
         cond = residual(r, ctx, subject, operation, type, h)
         revision = r.revision
         chains = under_chains(cond, h) if h is not None else {}
@@ -99,10 +99,13 @@ def data_filter(r: Host, subject: str, operation: str, type: str | None = None,
         return {x} if got is None else got
 
     def types(x: ir.Value) -> set[ir.Value]:
+        if roles.kinds:  # types as unary relations: the ones holding x
+            return {k for k in roles.kinds
+                    if r.query(f"{k}({ir.show_value(x)})")}
         return asked(roles.type, "{}, T", "T", x) or set()
 
     def parents(x: ir.Value) -> set[ir.Value]:
-        return asked(roles.edge, "P, {}", "P", x) or set()
+        return asked(roles.edge, "{}, P" if roles.upward else "P, {}", "P", x) or set()
 
     got = Residual(subject, operation, cond, revision, ancestors, types, parents, chains)
     got.warnings = found
@@ -136,11 +139,16 @@ def filter_lookups(r: Host, ctx: DemandContext, rel: str,
     """For ``prepare``: the (relation, columns) lookups the walks of list and filter and a
     filter's partial evaluation make, when the model's hierarchy is walkable (none else)."""
     roles = hierarchy_roles(r.program)
+    for other in roles.others:  # the other hierarchies' walks (a closure over their edges)
+        if other.edge is not None:
+            yield other.edge, (0,)
+            yield other.edge, (1,)
     if not roles.walkable:
         return
     for stored in sorted(roles.stored):
         yield stored, (0,)
-        yield stored, (1,)
+        if stored not in roles.kinds:
+            yield stored, (1,)
     partial = Partial(r.program, ctx, r._base, r._levels)
     partial.warm(rel, (KNOWN, KNOWN, SYM))
     yield from partial.lookups

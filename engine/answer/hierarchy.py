@@ -17,23 +17,31 @@ from .conditions import FALSE, TRUE, Cond, Test, compile_cond, conj, disj, menti
 
 class Hierarchy:
     """The hierarchy read from a view's stored indexes: the relations playing the roles
-    ``edge`` (parent, child) and ``type`` (object, type) (engine/core/hierarchy_roles.py;
-    ``roles``: the view's program's when not given)."""
+    ``edge`` (parent, child; or child, parent when ``upward``) and ``type`` (object, type; or
+    one unary relation per type, ``kinds``) (engine/core/hierarchy_roles.py; ``roles``: the
+    view's program's when not given)."""
 
-    def __init__(self, ctx: Any, roles: HierarchyRoles | None = None) -> None:
+    def __init__(self, ctx: Any, roles: HierarchyRoles | None = None,
+                 cache: dict[Any, Any] | None = None) -> None:
         roles = roles or hierarchy_roles(ctx.plans.program)
         edge = roles.need("edge", "the hierarchy's walk")
         self._type = roles.need("type", "the hierarchy's walk")
-        self._down = stored_get(ctx.base_index(edge, (0,)))
-        self._up = stored_get(ctx.base_index(edge, (1,)))
-        self._types = stored_get(ctx.base_index(self._type, (0,)))
+        par, kid = roles.down
+        #: the edge's rows by parent (a child at ``_kid``) and by child (a parent at ``_par``)
+        self._down = stored_get(ctx.base_index(edge, (par,)))
+        self._up = stored_get(ctx.base_index(edge, (kid,)))
+        self._kid, self._par = kid, par
+        #: the unary type relations (when types are not one binary relation)
+        self._kinds = roles.kinds if roles.type is None else ()
+        #: what outlives this view while the hierarchy stands (the reasoner's; see ``upper``)
+        self.cache: dict[Any, Any] = {} if cache is None else cache
+        self._types = (stored_get(ctx.base_index(self._type, (0,))) if not self._kinds
+                       else kinds_get(ctx, self._kinds, self.cache))
         self._by_type: Any = None  # the type relation's (1,) index, built when first asked
         self._above: dict[Any, frozenset[Any]] = {}
         self._chains: dict[Any, tuple[Any, ...]] = {}
         self._strict_m: dict[Any, frozenset[Any]] = {}
         self._below: dict[tuple[Any, Any], bool] = {}
-        #: what outlives this view while the hierarchy stands (the reasoner's; see ``upper``)
-        self.cache: dict[Any, Any] = {}
         #: every object has at most one parent and one type (the indexes say so as they
         #: stand): subtrees are disjoint and a walk down knows each node's ancestors
         self.tree = self._up[1] and self._types[1]
@@ -41,6 +49,8 @@ class Hierarchy:
 
     def of_type(self, t: Any) -> list[Any]:
         """Every object of type ``t``."""
+        if self._kinds:
+            return [row[0] for row in self._ctx.F[t]] if t in self._kinds else []
         if self._by_type is None:
             self._by_type = stored_get(self._ctx.base_index(self._type, (1,)))
         return [row[0] for row in self._rows(self._by_type, t)]
@@ -54,6 +64,7 @@ class Hierarchy:
         if got is None:
             types_get = self._types[0]
             down_get, one_child = self._down
+            kid = self._kid
             out: set[Any] = set()
             todo = [v]
             while todo and len(out) <= UPPER_MAX:
@@ -63,14 +74,16 @@ class Hierarchy:
                 if bucket is None:
                     continue
                 for row in ((bucket,) if one_child else bucket):
-                    trow = types_get(row[1])
+                    trow = types_get(row[kid])
                     if trow is None or trow[1] != t:
-                        todo.append(row[1])
+                        todo.append(row[kid])
             got = self.cache[key] = frozenset(out)
         return got
 
     def kinds(self) -> list[Any]:
         """Every type an object has."""
+        if self._kinds:
+            return list(self._kinds)
         return list(self._ctx.base_index(self._type, (1,)))
 
     @staticmethod
@@ -80,16 +93,20 @@ class Hierarchy:
         return () if b is None else (b,) if unique else b
 
     def types(self, x: Any) -> set[Any]:
+        if self._kinds and not self._types[1]:  # an object may be of several
+            return {k for k in self._kinds if (x,) in self._ctx.F[k]}
         return {row[1] for row in self._rows(self._types, x)}
 
     def parents(self, x: Any) -> list[Any]:
-        return [row[0] for row in self._rows(self._up, x)]
+        par = self._par
+        return [row[par] for row in self._rows(self._up, x)]
 
     def child_count(self, x: Any) -> int:
         return len(self._rows(self._down, x))
 
     def children(self, x: Any) -> list[Any]:
-        return [row[1] for row in self._rows(self._down, x)]
+        kid = self._kid
+        return [row[kid] for row in self._rows(self._down, x)]
 
     def above(self, x: Any) -> frozenset[Any]:
         """``closure(A, x)``: every strict ancestor, and ``x`` if it has a type
@@ -173,6 +190,40 @@ class Hierarchy:
             out.add(p)
             todo.extend(self.parents(p))
         return out
+
+
+def kinds_get(ctx: Any, kinds: tuple[str, ...],
+              cache: dict[Any, Any]) -> tuple[Any, bool]:
+    """Types as unary relations read like a binary type relation's index on the object:
+    ``get(x)`` is ``(x, kind)`` for the (first) kind holding ``x``, or None; and whether no
+    object is of two kinds (found over all but the largest kind, so the tables of a
+    million-table platform are not read, and kept in ``cache`` while the hierarchy
+    stands)."""
+    gets = [(k, stored_get(ctx.base_index(k, (0,)))[0])
+            for k in sorted(kinds, key=lambda k: -len(ctx.F[k]))]  # the most objects first
+    one = cache.get(("kinds", kinds))
+    if one is None:
+        one = True
+        for i, (k, _) in enumerate(gets[1:], 1):
+            others = [g for j, (_, g) in enumerate(gets) if j != i]
+            if any(g(row[0]) is not None for row in ctx.F[k] for g in others):
+                one = False
+                break
+        cache[("kinds", kinds)] = one
+    if len(gets) == 1:
+        (k0, g0), = gets
+        return (lambda x: None if g0(x) is None else (x, k0)), one
+    if len(gets) == 2:
+        (k0, g0), (k1, g1) = gets
+        return (lambda x: (x, k0) if g0(x) is not None else
+                (x, k1) if g1(x) is not None else None), one
+
+    def get(x: Any) -> tuple[Any, str] | None:
+        for k, g in gets:
+            if g(x) is not None:
+                return (x, k)
+        return None
+    return get, one
 
 
 class NoLift(Exception):
@@ -391,6 +442,7 @@ def _walk_tree(c: Cond, test: Test, found: list[tuple[str, Any]], h: Hierarchy) 
         busy |= h.above(v) - {v}
     types_get = h._types[0]
     down_get, one_child = h._down  # one_child: the index holds each parent's only row
+    kid = h._kid  # a child's column in an edge row
     kinds = h.kinds()
     other = _Other()
     out: list[Any] = []
@@ -417,7 +469,7 @@ def _walk_tree(c: Cond, test: Test, found: list[tuple[str, Any]], h: Hierarchy) 
             bucket = down_get(x)
             if bucket is None:
                 continue
-            kids = [bucket[1]] if one_child else [row[1] for row in bucket]
+            kids = [bucket[kid]] if one_child else [row[kid] for row in bucket]
             if x in busy:  # a named object below: the children named or above one are
                 # decided each with its own name; the others by type, as below
                 px = (x,)
@@ -443,15 +495,16 @@ def _walk_tree(c: Cond, test: Test, found: list[tuple[str, Any]], h: Hierarchy) 
             if not (near or far or untyped_near or untyped_far):
                 continue  # nothing below x is admitted
             _collect(kids, near, untyped_near, far, untyped_far, types_get, down_get,
-                     one_child, out)
+                     one_child, kid, out)
     return out
 
 
 def _collect(kids: list[Any], near: set[Any], untyped_near: bool, far: set[Any],
-             untyped_far: bool, types_get: Any, down_get: Any, one_child: bool,
+             untyped_far: bool, types_get: Any, down_get: Any, one_child: bool, kid: int,
              out: list[Any]) -> None:
     """The admitted descendants of a node (``kids`` its children) with nothing named below
-    it: children whose type is in ``near``, deeper ones whose type is in ``far``."""
+    it: children whose type is in ``near``, deeper ones whose type is in ``far`` (``kid``:
+    a child's column in an edge row)."""
     level, ok, untyped = kids, near, untyped_near
     while level:
         deeper: list[Any] = []
@@ -462,9 +515,9 @@ def _collect(kids: list[Any], near: set[Any], untyped_near: bool, far: set[Any],
             bucket = down_get(y)
             if bucket is not None:
                 if one_child:
-                    deeper.append(bucket[1])
+                    deeper.append(bucket[kid])
                 else:
-                    deeper.extend(row[1] for row in bucket)
+                    deeper.extend(row[kid] for row in bucket)
         level, ok, untyped = deeper, far, untyped_far
 
 

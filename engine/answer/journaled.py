@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from ..core import ir
+from ..core.facts import Facts
 from ..core.journal import Entry, Journal
 from ..core.results import Delta
 
@@ -35,8 +36,8 @@ class Journaled:
         self._spans = spans
         #: the rule files' facts per relation (visible whether or not the journal has them)
         self._policy: dict[str, set[ir.Row]] = {}
-        for f in program.facts:
-            self._policy.setdefault(f.rel, set()).add(f.row)
+        for rel, rows in Facts.of(program.facts).by_relation().items():
+            self._policy[rel] = set(rows)
         #: rows the journal holds that are also policy facts
         self._overlap: dict[str, set[ir.Row]] = {}
 

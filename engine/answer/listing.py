@@ -60,6 +60,8 @@ def list_resources(
     rel = r._decision()
     roles = hierarchy_roles(r.program)
     type_rel = roles.need("type", "`list(type=)`") if type is not None else None
+    if type is not None and roles.type is None:  # types as unary relations: that relation
+        type_rel = None
     closure = roles.need("closure", "`list(within=)`") if within is not None else None
     fast = list_filtered(r, subject, operation, type) if within is None else None
     if fast is not None:  # through the filter: walked down from what it admits
@@ -82,6 +84,15 @@ def list_resources(
             else:
                 types = ctx.F[type_rel]
                 found = [x for x in found if (x, type) in types]
+        elif type is not None:  # the unary relation named `type` (none: nothing)
+            t = r.program.relations.get(str(type))
+            if t is None or t.arity != 1:
+                found = []
+            elif t.name in r.program.virtual:
+                found = [x for x in found if ctx.lookup(t.name, (0,), (x,))]
+            else:
+                members = ctx.F[t.name]
+                found = [x for x in found if (x,) in members]
         if within is not None:  # decided last: the cheap filters first
             decided: list[ir.Value] = []
             for kind in kinds(r, ctx, found, {subject, operation}, known):
@@ -113,11 +124,12 @@ def list_filtered(r: Host, subject: str, operation: str, type: str | None,
     (engine/core/hierarchy_roles.py) and the filter bounds the resources: output-sensitive
     (the subtrees the filter names, not every resource); None otherwise."""
     roles = hierarchy_roles(r.program)
-    if not roles.walkable:
+    if not roles.walkable or (type is not None and roles.type is None
+                              and type not in roles.kinds):
         return None
     with r._read():
         ctx = r._context()
-        h = Hierarchy(ctx, roles)
+        h = Hierarchy(ctx, roles, r._levels)
         try:
             cond = residual(r, ctx, subject, operation, type, h)
         except GrantlogError as err:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..core import ir
+from ..core.hierarchy_roles import HierarchyRoles, hierarchy_roles
 from ..plan.demand import DemandPlans
 from ..plan.join import Assign, Filter, NegCheck, RulePlan, Scan, plan_bound
 
@@ -111,6 +112,8 @@ class PlanReport:
     closures: tuple[tuple[str, str], ...]  # relation -> its edge
     indexes: tuple[str, ...]  # `rel(cols)` of stored relations read
     statistics: tuple[RelationStats, ...]  # empty without facts
+    #: whether list, filters and levels walk the model's hierarchy, and why not
+    fast_paths: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         out = [f"plan {self.goal}", "join order:"]
@@ -130,6 +133,8 @@ class PlanReport:
         out += [f"  {r}: transitive closure of {edge}" for r, edge in self.closures] \
             or ["  (none)"]
         out.append("indexes: " + (", ".join(self.indexes) or "(none)"))
+        out.append("fast paths:")
+        out += [f"  {line}" for line in self.fast_paths] or ["  (none)"]
         if self.statistics:
             out.append("statistics:")
             width = max(len(s.rel) for s in self.statistics)
@@ -144,8 +149,33 @@ class PlanReport:
                 "relations": dict(self.relations),
                 "lookups": [lk.to_dict() for lk in self.lookups],
                 "closures": dict(self.closures), "indexes": list(self.indexes),
+                "fast_paths": list(self.fast_paths),
                 "statistics": {s.rel: {"rows": s.rows, "distinct": list(s.distinct)}
                                for s in self.statistics}}
+
+
+def _hierarchy(h: HierarchyRoles) -> str:
+    """One hierarchy's roles, as a line: its closure, edge and types."""
+    edge = f"`{h.edge}` (child, parent)" if h.upward else f"`{h.edge}` (parent, child)"
+    types = (f"types {', '.join(f'`{k}`' for k in h.kinds)}" if h.kinds else
+             f"types `{h.type}`" if h.type else "no types")
+    if h.closure is None:
+        return f"`{h.strict}` over `{h.edge}`" + (" (rows reversed)" if h.upward else "")
+    strict = f", strict `{h.strict}`" if h.strict else ""
+    return f"`{h.closure}` over {edge}{strict}, {types}"
+
+
+def fast_paths(program: ir.Program) -> tuple[str, ...]:
+    """Whether ``list``, ``who``, filters and levels walk the model's hierarchy
+    (engine/core/hierarchy_roles.py), and why not."""
+    h = hierarchy_roles(program)
+    if h.walkable:
+        out = [f"list, filters, levels: walk the hierarchy {_hierarchy(h)}"]
+    else:
+        out = [f"list: no walkable hierarchy: {h.why}; list and filters evaluate the "
+               "decision for every candidate"]
+    out += [f"closure walk (prepare builds its indexes): {_hierarchy(o)}" for o in h.others]
+    return tuple(out)
 
 
 def describe(reasoner_or_program: Planner | ir.Program, goal: str) -> PlanReport:
@@ -188,7 +218,7 @@ class _Walk:
         return PlanReport(goal, order, tuple(sorted(self.reached.items())),
                           tuple(self.lookups), tuple(sorted(self.closures.items())),
                           tuple(f"{r}({_cols(c)})" for r, c in sorted(self.indexes)),
-                          statistics)
+                          statistics, fast_paths(self.program))
 
     def steps(self, plan: RulePlan) -> tuple[Step, ...]:
         """The plan's steps, each lookup of a derived relation followed."""
@@ -256,10 +286,11 @@ class _Walk:
         if closure is not None and cols and not has_rows:
             self.reached[rel] = "on demand: closure walk"
             if cols in ((0,), (1,)):
+                edge_cols = (closure.edge_column(cols[0]),)
                 self.lookups.append(Lookup(rel, cols, key, f"walk over {closure.edge}"
-                                           f"({_cols(cols)})"))
+                                           f"({_cols(edge_cols)})"))
                 self.stored.add(closure.edge)
-                self.indexes.add((closure.edge, cols))
+                self.indexes.add((closure.edge, edge_cols))
             else:
                 self.lookups.append(Lookup(rel, cols, key, f"from {rel}(1), filtered"))
                 self.lookup(rel, (1,), tuple((c, v) for c, v in consts if c == 1))

@@ -16,7 +16,8 @@ from typing import Any, NoReturn
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
-from ..core import arguments, ir
+from ..core import arguments, ir, progress
+from ..core.facts import Facts, RowSpans
 from ..core.hierarchy_roles import hierarchy_roles
 from ..core.journal import Entry, Journal, JournalReader, compacted
 from ..core.results import (
@@ -95,16 +96,16 @@ class Reasoner(Writes):
         self._base: dict[str, dict[ir.Row, None]] = {r: {} for r in program.derived}
         self._base_only = tuple(r for r in program.relations if r not in self._base)
         #: where each fact written in the rule files is (a fact inserted at run time has none)
-        self._spans: dict[str, dict[ir.Row, Span]] = {}
+        self._spans: dict[str, RowSpans] = {}
         #: base-only facts waiting for the first evaluation (the rule files' own)
         self._initial: dict[str, dict[ir.Row, None]] | None = {}
-        for f in program.facts:
-            if f.span is not None:
-                self._spans.setdefault(f.rel, {}).setdefault(f.row, f.span)
-            store = self._base.get(f.rel)
+        facts = Facts.of(program.facts)  # rows per relation; spans made when asked
+        for rel, given in facts.by_relation().items():
+            self._spans[rel] = facts.spans(rel)
+            store = self._base.get(rel)
             if store is None:
-                store = self._initial.setdefault(f.rel, {})
-            store.setdefault(f.row, None)
+                store = self._initial.setdefault(rel, {})
+            store.update(dict.fromkeys(given))
         self._db: Database | None = None
         self._lock = threading.RLock()
         self._goals = Goals(program)
@@ -480,7 +481,7 @@ class Reasoner(Writes):
         last = self._planned_for
         if last is not None and (n <= 2 * last + REPLAN_SLACK and last <= 2 * n + REPLAN_SLACK):
             return
-        self._plans.use(Statistics(self.program, db.full))
+        self._plans.use(Statistics(self.program, db.full, db.index))
         self._planned_for = n
         self._decider.replanned()  # its premise functions: from the previous plans' bodies
 
@@ -546,9 +547,10 @@ class Reasoner(Writes):
             return out
 
     def all_rows(self) -> dict[str, set[ir.Row]]:
+        names = sorted(self.program.relations)  # virtual ones are evaluated here, one by one
         with self._read():
             ctx = self._context()
-            return {r: set(ctx.F[r]) for r in sorted(self.program.relations)}
+            return {r: set(ctx.F[r]) for r in progress.each("relations", names, "relation")}
 
     def query(self, goal: str, at_least: int | None = None) -> Answers[dict[str, ir.Value]]:
         """Every binding of the goal's named variables, sorted (``.revision``: the revision
@@ -632,7 +634,8 @@ class Reasoner(Writes):
             base = self._base.get(rel)
             if row not in (db.full[rel] if base is None else base):
                 return None
-            return self._spans.get(rel, {}).get(row) or INSERTED
+            spans = self._spans.get(rel)
+            return (spans.get(row) if spans is not None else None) or INSERTED
 
         return Prover(self.program, db.full, ctx, origin)
 

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
+from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from ..core import ir
 from ..core.hierarchy_roles import hierarchy_roles
-from .conditions import FALSE, TRUE, Cond, Test, compile_cond, conj, disj, neg, row_holds, to_json
+from .conditions import FALSE, TRUE, Cond, conj, disj, neg
+from .filtered import Residual, RowFilter
 from .hierarchy import Hierarchy, NoLift, lift, unnested
 
 
@@ -51,16 +52,7 @@ _UNBOUND: Any = None
 #: a value known when a filter is computed (the subject, the operation), in :meth:`Partial.warm`
 KNOWN: Any = object()
 
-def rules_by_head(program: ir.Program) -> dict[str, list[ir.Rule]]:
-    """``program``'s rules by the relation they derive (made once per program)."""
-    got = program.compiled.get("rules_by_head")
-    if got is None:
-        by: dict[str, list[ir.Rule]] = {}
-        for r in program.rules:
-            by.setdefault(r.head.rel, []).append(r)
-        got = program.compiled["rules_by_head"] = by
-    assert isinstance(got, dict)
-    return got
+__all__ = ["KNOWN", "SYM", "Partial", "Residual", "RowFilter", "row_relations", "unsupported"]
 
 
 def row_relations(program: ir.Program) -> bool:
@@ -98,7 +90,7 @@ class Partial:
         self.ctx = ctx
         #: base facts given for derived relations (the reasoner's)
         self.base = base
-        self.rules = rules_by_head(program)
+        self.rules_for = program.rules_for
         self.derived = program.derived
         self.memo: dict[tuple[str, tuple[Any, ...]], list[tuple[tuple[Any, ...], Cond]]] = {}
         #: the hierarchy's relations (engine/core/hierarchy_roles.py); their meaning over the
@@ -176,9 +168,12 @@ class Partial:
                 return [((SYM, args[1]), ("type", args[1]))]
             types = {row[1] for row in self.ctx.F[rel]}
             return [((SYM, t), ("type", t)) for t in sorted(types, key=ir.value_key)]
-        if rel == self.roles.edge and args[1] is SYM and args[0] not in (SYM, _UNBOUND) and \
-                self.hierarchy:
-            return [((args[0], SYM), ("parent", args[0]))]
+        if rel in self.roles.kinds and self.hierarchy:  # a type as a unary relation
+            return [((SYM,), ("type", rel))]
+        if rel == self.roles.edge and self.hierarchy:
+            par, kid = self.roles.down
+            if args[kid] is SYM and args[par] not in (SYM, _UNBOUND):
+                return [(args, ("parent", args[par]))]
         return self._stored(rel, args)
 
     def _row(self, rel: str, args: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Cond]]:
@@ -212,7 +207,7 @@ class Partial:
 
     def _rules(self, rel: str, args: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Cond]]:
         out: list[tuple[tuple[Any, ...], Cond]] = []
-        for rule in self.rules.get(rel, ()):
+        for rule in self.rules_for(rel):
             env: dict[str, Any] = {}
             conds: list[Cond] = []
             ok = True
@@ -261,8 +256,8 @@ class Partial:
 
     def level_of(self, rel: str) -> Any:
         """The type ``t`` when ``rel`` is defined by one rule ``rel(O, S) :- type(S, t),
-        closure(S, O)`` (the hierarchy's roles) and holds no base facts ("S is the ``t`` at
-        or above O"), else None."""
+        closure(S, O)`` (or ``t(S)`` for a type as a unary relation; the hierarchy's roles)
+        and holds no base facts ("S is the ``t`` at or above O"), else None."""
         if self.base.get(rel):  # base facts of it too: not only the rule's answers
             return None
         levels = self.program.compiled.setdefault("level_relations", {})
@@ -270,25 +265,34 @@ class Partial:
         if rel in levels:
             return levels[rel]
         t = None
-        rules = self.rules.get(rel, ())
+        rules = self.rules_for(rel)
         if len(rules) == 1:
             (r,) = rules
             o, s = r.head.args
             if isinstance(o, ir.Var) and isinstance(s, ir.Var) and o.name != s.name and \
                     len(r.body) == 2 and all(isinstance(x, ir.Atom) for x in r.body):
-                ent = next((x for x in r.body if isinstance(x, ir.Atom)
-                            and x.rel == self.roles.type), None)
                 anc = next((x for x in r.body if isinstance(x, ir.Atom)
                             and x.rel == self.roles.closure), None)
-                if ent is not None and anc is not None and ent.args[0] == s and \
-                        isinstance(ent.args[1], ir.Const) and anc.args == (s, o):
-                    t = ent.args[1].value
+                if anc is not None and anc.args == (s, o):
+                    t = self.type_on(r.body, s)[0]
         levels[rel] = t
         return t
 
+    def type_on(self, body: Any, s: ir.Var) -> tuple[Any, ir.Atom | None]:
+        """The type ``t`` and the literal that says ``s`` has it (``type(s, t)``, or ``t(s)``
+        for a type as a unary relation) among ``body``'s, or (None, None)."""
+        for x in body:
+            if not isinstance(x, ir.Atom) or not x.args or x.args[0] != s:
+                continue
+            if x.rel == self.roles.type and isinstance(x.args[1], ir.Const):
+                return x.args[1].value, x
+            if x.rel in self.roles.kinds:
+                return x.rel, x
+        return None, None
+
     def hierarchy_of_view(self) -> Hierarchy:
         if self._h is None:
-            self._h = Hierarchy(self.ctx, self.roles)
+            self._h = Hierarchy(self.ctx, self.roles, self.levels)
             self._h.cache = self.levels
         return self._h
 
@@ -304,15 +308,26 @@ class Partial:
             if not isinstance(lit, ir.Atom) or len(lit.args) != 2:
                 continue
             r, sv = lit.args
+            used: tuple[ir.Lit, ...] = (lit,)
+            if lit.rel == self.roles.closure:  # closure(S, R) beside S's type, in place
+                sv, r = r, sv
             if not (isinstance(r, ir.Var) and env.get(r.name, _UNBOUND) is SYM
                     and isinstance(sv, ir.Var) and env.get(sv.name, _UNBOUND) is _UNBOUND
                     and sv.name not in head and not sv.name.startswith("_?")):
                 continue
-            t = self.level_of(lit.rel)
+            if lit.rel == self.roles.closure:
+                t, ent = self.type_on(rule.body, sv)
+                if ent is None:
+                    continue
+                used = (lit, ent)
+            else:
+                t = self.level_of(lit.rel)
             if t is None:
                 continue
-            group = [x for x in rule.body if x is not lit and sv.name in _names(x)]
-            rest = [x for x in rule.body if x is not lit and sv.name not in _names(x)]
+            group = [x for x in rule.body if all(x is not u for u in used)
+                     and sv.name in _names(x)]
+            rest = [x for x in rule.body if all(x is not u for u in used)
+                    and sv.name not in _names(x)]
             if not group:
                 continue
             outside = head | {n for x in rest for n in _names(x)} | {r.name}
@@ -369,7 +384,7 @@ class Partial:
         if rel not in self.derived:
             self.warm(rel, tuple(_UNBOUND if a is SYM else a for a in args))
             return
-        for rule in self.rules.get(rel, ()):
+        for rule in self.rules_for(rel):
             env: dict[str, Any] = {}
             for t, a in zip(rule.head.args, args, strict=True):
                 if isinstance(t, ir.Var) and a is not _UNBOUND:
@@ -601,62 +616,3 @@ def _compare(op: str, a: Any, b: Any) -> bool:
         return bool(a != b)
     ka, kb = ir.value_key(a), ir.value_key(b)
     return {"<": ka < kb, "<=": ka <= kb, ">": ka > kb, ">=": ka >= kb}[op]
-
-
-class Residual:
-    """A filter: the condition a resource must meet (``cond``), for ``subject`` and
-    ``operation`` at ``revision``; ``holds(x)`` decides it for a known resource."""
-
-    def __init__(self, subject: ir.Value, operation: ir.Value, cond: Cond, revision: int,
-                 ancestors: Any, types: Any, parents: Any,
-                 chains: dict[Any, tuple[Any, ...]] | None = None) -> None:
-        self.subject, self.operation, self.cond, self.revision = (
-            subject, operation, cond, revision)
-        self._ancestors, self._types, self._parents = ancestors, types, parents
-        self._test: Test | None = None
-        #: in a tree, each object the filter is "under": the ids from the root down to it
-        #: (SQL over a path column then asks for a prefix, which an index answers)
-        self.chains = chains or {}
-        #: what is wrong with the question (``unknown-constant``: engine/answer/vocabulary.py)
-        self.warnings: tuple[Diagnostic, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"subject": self.subject, "operation": self.operation,
-                "revision": self.revision, "condition": to_json(self.cond)}
-
-    def __repr__(self) -> str:
-        """Short: ``<Residual alice load_table at revision 3: {"under": "m1.c1"}>`` (the
-        condition as JSON, cut at 120 characters)."""
-        import json
-
-        cond = json.dumps(to_json(self.cond), ensure_ascii=False, default=str)
-        if len(cond) > 120:
-            cond = cond[:117] + "..."
-        return (f"<Residual {ir.show_value(self.subject)} {ir.show_value(self.operation)} "
-                f"at revision {self.revision}: {cond}>")
-
-    def holds(self, resource: ir.Value) -> bool:
-        if self._test is None:
-            self._test = compile_cond(self.cond)
-        x = resource
-        return bool(self._test(x, self._ancestors(x), self._types(x), self._parents(x)))
-
-
-
-
-class RowFilter:
-    """A row filter: the condition (``cond``, over cells only) a row of ``table`` must
-    meet for ``relation(subject, table, row)`` at ``revision``."""
-
-    def __init__(self, subject: ir.Value, table: ir.Value, relation: str, cond: Cond,
-                 revision: int) -> None:
-        self.subject, self.table, self.relation = subject, table, relation
-        self.cond, self.revision = cond, revision
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"subject": self.subject, "table": self.table, "relation": self.relation,
-                "revision": self.revision, "condition": to_json(self.cond)}
-
-    def holds(self, cells: dict[Any, Any]) -> bool:
-        """Whether the row ``{column: value}`` passes."""
-        return row_holds(self.cond, cells)

@@ -39,6 +39,9 @@ CODE = "unknown-constant"
 NOWHERE = Span("<api>", 0, 0, 0, 0)
 #: the decision's columns, when its declaration does not name them
 _COLUMNS = ("subject", "operation", "resource")
+#: the "column" of a type named by a unary relation (``list(type="table")`` with ``table(X)``
+#: a type relation): known when it is one of the hierarchy's kinds, or a unary relation
+KINDS = -1
 
 
 class Arg(NamedTuple):
@@ -69,6 +72,8 @@ def hierarchy_args(program: ir.Program, rel: str, type: ir.Value | None,
         t = program.relations.get(roles.type)
         name = t.columns[1] if t is not None and t.declared and len(t.columns) == 2 else "type"
         out.append(Arg(name, roles.type, 1, type))
+    elif type is not None and roles.kinds:
+        out.append(Arg("type", "", KINDS, type))
     if within is not None and roles.closure is not None:
         out.append(Arg(decision_args(program, rel, (None, None, within))[0].what,
                        roles.closure, 0, within))
@@ -112,6 +117,9 @@ def known(program: ir.Program, ctx: DemandContext, rel: str, column: int,
           value: ir.Value) -> bool:
     """Can ``value`` stand in ``rel``'s ``column``: a rule or rule-file fact puts it there,
     or a stored row of a base column feeding it holds it (index lookups only)."""
+    if column == KINDS:
+        r = program.relations.get(str(value))
+        return r is not None and r.arity == 1
     got = sources(program, rel, column)
     if got is None:  # not a column of the program: nothing to say
         return True
@@ -125,6 +133,8 @@ def known(program: ir.Program, ctx: DemandContext, rel: str, column: int,
 def suggestion(program: ir.Program, ctx: DemandContext, arg: Arg) -> str | None:
     """The known value of ``arg``'s column closest to its value, if any: among the column's
     constants, and the values stored in each base column feeding it (their index's keys)."""
+    if arg.column == KINDS:
+        return closest(arg.value, hierarchy_roles(program).kinds)
     got = sources(program, arg.relation, arg.column)
     if got is None:
         return None

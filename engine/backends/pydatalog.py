@@ -486,10 +486,10 @@ class PyDatalogReasoner(Writes):
         type_rel = roles.need("type", "`list(type=)`") if type is not None else None
         closure = roles.need("closure", "`list(within=)`") if within is not None else None
         found = {row[2] for row in self._decision((subject, operation, None))}
-        if type_rel is not None:
+        if type_rel is not None and type is not None:
             with self._active():
-                found = {x for x in found
-                         if self._ask(self._tr.open_rows(type_rel, (x, type)))}
+                found = {x for x in found if (a := roles.type_atom(x, type)) is not None
+                         and self._ask(self._tr.open_rows(*a))}
         if closure is not None:
             with self._active():
                 found = {x for x in found

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, Span, error, warning
+from grantlog.grammar.facts import FactTable
 from grantlog.grammar.parser import ANNOTATION_ARGS, ANNOTATIONS, split_annotation
 
 from ..core.analyses import graph_nodes, sccs
@@ -27,6 +29,9 @@ class Unit:
 
     modules: list[ast.Module]
     strict: bool = False
+    #: per module, its plain fact lines read into rows (engine/compile/loader.py ``rows``):
+    #: facts that are not among its statements; checked a relation at a time
+    tables: list[FactTable | None] = field(default_factory=list)
     decls: dict[str, ast.Decl] = field(default_factory=dict)
     arity: dict[str, int] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -59,6 +64,12 @@ class Unit:
 
     def add(self, d: Diagnostic) -> None:
         self.diagnostics.append(d)
+
+    def fact_tables(self) -> Iterator[tuple[int, FactTable]]:
+        """(module index, table) of the modules whose fact lines were read into rows."""
+        for i, t in enumerate(self.tables):
+            if t is not None and t.rows:
+                yield i, t
 
 
 def body_atoms(body: tuple[ast.Literal, ...]) -> Iterator[tuple[ast.Atom, bool]]:
@@ -145,43 +156,99 @@ def _annotation_arg(u: Unit, st: ast.Decl, name: str, arg: str | None) -> bool:
 
 
 def _hierarchy_role(u: Unit, st: ast.Decl, role: str, roles: dict[str, ast.Decl]) -> None:
-    """hierarchy-role: ``@hierarchy(role)`` on a second relation, or on one that is not
-    binary (engine/core/hierarchy_roles.py checks what rules derive them)."""
-    other = next((r for r, d in roles.items() if d is st and r != role), None)
+    """hierarchy-role: ``@hierarchy(role)`` on a second relation (but ``type`` on unary
+    relations, one per type), ``edge`` and ``parent`` both, or on a relation that is not
+    binary (unary for a type) (engine/core/hierarchy_roles.py checks what rules derive
+    them)."""
+    other = next((r for r, d in roles.items() if d is st and r.split("#")[0] != role), None)
     if other is not None:
-        u.add(error("hierarchy-role", f"`{st.name}` is declared `@hierarchy({other})` and "
-                    f"`@hierarchy({role})`; each role is a relation of its own", st.span))
+        u.add(error("hierarchy-role", f"`{st.name}` is declared `@hierarchy("
+                    f"{other.split('#')[0]})` and `@hierarchy({role})`; each role is a "
+                    "relation of its own", st.span))
         return
-    first = roles.get(role)
-    if first is not None and first is not st:
-        u.add(error("hierarchy-role", f"`@hierarchy({role})` is declared twice: on "
-                    f"`{first.name}` and on `{st.name}`", st.span,
-                    f"first declared at {first.span}"))
+    unary = role == "type" and len(st.columns) == 1
+    first = roles.get(role) or roles.get({"edge": "parent", "parent": "edge"}.get(role, ""))
+    if first is not None and first is not st and not (
+            unary and len(first.columns) == 1):
+        twice = (f"`@hierarchy({role})` is declared twice" if first is roles.get(role) else
+                 "`@hierarchy(edge)` and `@hierarchy(parent)` are both declared")
+        u.add(error("hierarchy-role", f"{twice}: on `{first.name}` and on `{st.name}`",
+                    st.span, f"first declared at {first.span}"
+                    + ("; types are a binary relation or unary ones, not both"
+                       if role == "type" else "")))
         return
-    roles[role] = st
-    if len(st.columns) != 2:
+    roles[role if first is None else f"{role}#{st.name}"] = st
+    if len(st.columns) != 2 and not unary:
         u.add(error("hierarchy-role", f"`@hierarchy({role})` relation `{st.name}` has "
                     f"{len(st.columns)} column{_s(len(st.columns))}; a hierarchy role is "
-                    "binary", st.span))
+                    "binary" + (" (a type: unary or binary)" if role == "type" else ""),
+                    st.span))
+
+
+def _keyed_atoms(u: Unit) -> Iterator[tuple[tuple[int, ...], ast.Atom]]:
+    """:func:`all_atoms`, each with where its statement is: (0, module, line, col) for a
+    clause, (1,) for a test block's, (2,) for an `expect`'s (the order they are met in)."""
+    for i, m in enumerate(u.modules):
+        for st in m.statements:
+            if isinstance(st, ast.Clause):
+                key = (0, i, st.span.line, st.span.col)
+                yield key, st.head
+                for a, _ in body_atoms(st.body):
+                    yield key, a
+    for c in u.test_clauses():
+        yield (1,), c.head
+        for a, _ in body_atoms(c.body):
+            yield (1,), a
+    for e in u.expects():
+        for a, _ in body_atoms(e.body):
+            yield (2,), a
 
 
 def check_arity(u: Unit) -> None:
-    """arity-mismatch: every use of a relation has the same number of arguments"""
+    """arity-mismatch: every use of a relation has the same number of arguments (the
+    declaration's, else the first use's; the rows of a fact table a relation at a time)"""
     where: dict[str, Span] = {}
     for name, d in u.decls.items():
         u.arity[name] = len(d.columns)
         where[name] = d.span
-    for a in all_atoms(u):
+    # a relation's first fact in the tables, in the order of the statements
+    first: dict[str, tuple[tuple[int, ...], FactTable]] = {}
+    for i, t in u.fact_tables():
+        for rel, nos in t.lines.items():
+            if rel not in first and rel not in u.arity:
+                first[rel] = ((0, i, nos[0], 0), t)
+
+    def by_table(rel: str) -> None:
+        t = first.pop(rel)[1]
+        u.arity[rel] = len(t.rows[rel][0])
+        where[rel] = t.atom_span(rel, 0)
+
+    for key, a in _keyed_atoms(u):
         n = len(a.args)
+        if a.rel not in u.arity and a.rel in first and first[a.rel][0] < key:
+            by_table(a.rel)
         if a.rel not in u.arity:
             u.arity[a.rel] = n
             where[a.rel] = a.span
         elif u.arity[a.rel] != n:
-            how = "its declaration" if a.rel in u.decls else "its first use"
-            u.add(error("arity-mismatch",
-                        f"`{a.rel}` takes {u.arity[a.rel]} argument{_s(u.arity[a.rel])} "
-                        f"but is given {n} here",
-                        a.span, f"see {how} at {where[a.rel]}"))
+            _arity_mismatch(u, a.rel, n, a.span, where)
+    for rel in list(first):
+        if rel not in u.arity:
+            by_table(rel)
+    for _, t in u.fact_tables():
+        for rel, rows in t.rows.items():
+            n = u.arity[rel]
+            if set(map(len, rows)) != {n}:
+                for i, row in enumerate(rows):
+                    if len(row) != n:
+                        _arity_mismatch(u, rel, len(row), t.atom_span(rel, i), where)
+
+
+def _arity_mismatch(u: Unit, rel: str, n: int, span: Span, where: dict[str, Span]) -> None:
+    how = "its declaration" if rel in u.decls else "its first use"
+    u.add(error("arity-mismatch",
+                f"`{rel}` takes {u.arity[rel]} argument{_s(u.arity[rel])} "
+                f"but is given {n} here", span, f"see {how} at {where[rel]}"))
 
 
 def _s(n: int) -> str:
@@ -192,6 +259,8 @@ def defined_relations(u: Unit) -> set[str]:
     out = set(u.decls)
     for c in [*u.clauses(), *u.test_clauses()]:
         out.add(c.head.rel)
+    for _, t in u.fact_tables():
+        out.update(t.rows)
     return out
 
 
@@ -298,9 +367,7 @@ def check_types(u: Unit) -> None:
                 assert col.type is not None
                 if isinstance(arg, ast.Const):
                     if _const_type(arg) != col.type:
-                        u.add(error("type-mismatch",
-                                    f"column `{col.name}` of `{a.rel}` is {_a(col.type)}, "
-                                    f"but this value is {_a(_const_type(arg))}", arg.span))
+                        _value_mismatch(u, a.rel, col, arg)
                 elif not arg.anonymous:
                     prev = var_types.get(arg.name)
                     where = f"`{a.rel}`.`{col.name}`"
@@ -323,6 +390,37 @@ def check_types(u: Unit) -> None:
                             f"comparison of {_a(lt)} with {_a(rt)} is always "
                             f"{'true' if always else 'false'}", lit.span,
                             "every int sorts before every string; compare values of one type"))
+    _check_table_types(u)
+
+
+def _check_table_types(u: Unit) -> None:
+    """type-mismatch in the fact tables: a declared column at a time, fact by fact only
+    where a column holds a value of the other type"""
+    for _, t in u.fact_tables():
+        for rel, rows in t.rows.items():
+            d = u.decls.get(rel)
+            if d is None:
+                continue
+            n = len(d.columns)
+            wide = rows if set(map(len, rows)) == {n} else [r for r in rows if len(r) == n]
+            for j, col in enumerate(d.columns):
+                want = {"int": int, "string": str}.get(col.type or "")
+                if want is None:
+                    continue
+                kinds = set(map(type, map(itemgetter(j), wide)))
+                if kinds <= {want}:
+                    continue
+                for i, r in enumerate(rows):
+                    if len(r) == n and type(r[j]) is not want:
+                        arg = t.clause(rel, i).head.args[j]
+                        assert isinstance(arg, ast.Const)
+                        _value_mismatch(u, rel, col, arg)
+
+
+def _value_mismatch(u: Unit, rel: str, col: ast.Column, arg: ast.Const) -> None:
+    assert col.type is not None
+    u.add(error("type-mismatch", f"column `{col.name}` of `{rel}` is {_a(col.type)}, "
+                f"but this value is {_a(_const_type(arg))}", arg.span))
 
 
 def _a(t: str) -> str:
@@ -429,6 +527,11 @@ def check_derived_facts(u: Unit) -> None:
         if c.is_fact and rel in rules and "writable" not in getattr(
                 u.decls.get(rel), "annotations", ()):
             u.add(derived_relation(rel, rules[rel], c.head.span, "a fact of"))
+    for _, t in u.fact_tables():
+        for rel, rows in t.rows.items():
+            if rel in rules and "writable" not in getattr(u.decls.get(rel), "annotations", ()):
+                for i in range(len(rows)):
+                    u.add(derived_relation(rel, rules[rel], t.atom_span(rel, i), "a fact of"))
 
 
 PASSES: list[tuple[str, Callable[[Unit], None]]] = [

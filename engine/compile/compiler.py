@@ -39,10 +39,11 @@ def compile_program(
         raise GrantlogError([error("no-input", "nothing to compile: give rule text or paths",
                                    _nowhere())])
     loaded = load(text, [str(p) for p in paths], filename,
-                  list(search_path) if search_path is not None else None, files, disk)
+                  list(search_path) if search_path is not None else None, files, disk,
+                  rows=True)
     if any(d.severity == "error" for d in loaded.diagnostics):
         raise GrantlogError(loaded.diagnostics, loaded.sources)
-    unit = Unit(loaded.modules, strict=strict)
+    unit = Unit(loaded.modules, strict=strict, tables=loaded.tables)
     run_checks(unit)
     diags = loaded.diagnostics + unit.diagnostics
     if any(d.severity == "error" for d in diags):

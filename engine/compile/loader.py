@@ -16,7 +16,9 @@ from pathlib import Path
 
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, display_path, error
-from grantlog.grammar.facts import parse_cached
+from grantlog.grammar.facts import CACHE_TEXT, FactTable, parse_cached, read_cached, read_facts
+
+from ..core import progress
 
 
 @dataclass
@@ -24,6 +26,8 @@ class Loaded:
     """Parsed modules in dependency order (imports before importers) and their texts."""
 
     modules: list[ast.Module] = field(default_factory=list)
+    #: with ``rows``: each module's plain fact lines, read into rows (not in its statements)
+    tables: list[FactTable | None] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
     roots: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -89,8 +93,9 @@ def read_source(path: str, span: Span | None = None) -> tuple[str, Diagnostic | 
 
 class _Loader:
     def __init__(self, search_path: list[Path], files: Mapping[str, str] | None = None,
-                 disk: bool = True) -> None:
+                 disk: bool = True, rows: bool = False) -> None:
         self.search_path = search_path
+        self.rows = rows
         #: texts by normalized path, read instead of the disk
         self.files = {os.path.normpath(k): v for k, v in (files or {}).items()}
         self.disk = disk
@@ -124,8 +129,16 @@ class _Loader:
     def _module(self, text: str, name: str, real: str, base_dir: str) -> None:
         text = text.removeprefix("\ufeff")  # a byte-order mark (text given to the API)
         self.out.sources[name] = text
+        table: FactTable | None = None
         try:
-            mod = parse_cached(text, name)  # fact lines without the LALR parser; kept
+            if not self.rows:
+                mod = parse_cached(text, name)  # fact lines without the LALR parser; kept
+            elif len(text) <= CACHE_TEXT:
+                mod, table = read_cached(text, name)
+            else:
+                with progress.task(f"reading {display_path(name)}", total=len(text),
+                                   unit="B") as advance:
+                    mod, table = read_facts(text, name, advance)
         except GrantlogError as e:
             self.out.diagnostics.extend(e.diagnostics)
             self.done.add(real)
@@ -137,6 +150,7 @@ class _Loader:
         self.stack.pop()
         self.done.add(real)
         self.out.modules.append(mod)
+        self.out.tables.append(table)
 
     def _shipped(self, name: str) -> str | None:
         """The search path's file for an import ``name`` that names one of its `.gl` files
@@ -190,9 +204,13 @@ def load(
     search_path: list[Path] | None = None,
     files: Mapping[str, str] | None = None,
     disk: bool = True,
+    rows: bool = False,
 ) -> Loaded:
+    """The modules of ``paths`` and ``text`` and of their imports. ``rows``: a file's plain
+    fact lines are read into rows (``Loaded.tables``), not made into statements (what the
+    compiler wants; the linter and the language server want every statement)."""
     loader = _Loader(search_path if search_path is not None else default_search_path(),
-                     files, disk)
+                     files, disk, rows)
     roots: list[str] = []
     for p in paths:
         if os.path.normpath(p) in loader.files:

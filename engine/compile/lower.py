@@ -9,6 +9,7 @@ from grantlog.grammar.formatter import body as format_body
 
 from ..core import ir
 from ..core.analyses import stratify
+from ..core.facts import Facts
 from .checks import Unit, body_atoms
 
 
@@ -57,11 +58,17 @@ def lower(u: Unit, sources: dict[str, str], files: list[str]) -> ir.Program:
             )
 
     rules: list[ir.Rule] = []
-    facts: list[ir.Fact] = []
+    facts = Facts()
     counts: dict[str, int] = {}
+    tables = dict(u.fact_tables())
+    for i, m in enumerate(u.modules):
+        for st in m.statements:
+            if isinstance(st, ast.Clause) and st.is_fact:
+                facts.add(ir.Fact(st.head.rel, _row(st.head), st.head.span))
+        if i in tables:  # the module's fact lines, read into rows
+            facts.add_table(tables[i])
     for c in u.clauses():
         if c.is_fact:
-            facts.append(ir.Fact(c.head.rel, _row(c.head), c.head.span))
             continue
         counts[c.head.rel] = counts.get(c.head.rel, 0) + 1
         name = c.label or f"{c.head.rel}#{counts[c.head.rel]}"

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 
 from ..core import ir
 from ..core.analyses import program_dependencies, stratify
+from ..core.facts import Facts
 
 
 def cone(program: ir.Program, relations: Iterable[str]) -> frozenset[str]:
@@ -52,7 +53,7 @@ def restrict(program: ir.Program, relations: Iterable[str]) -> ir.Program:
     rules = [dataclasses.replace(r, index=i) for i, r in enumerate(kept)]
     return ir.Program(
         {n: r for n, r in program.relations.items() if n in keep}, rules,
-        [f for f in program.facts if f.rel in keep], stratify(rules), [], program.sources,
+        Facts.of(program.facts).restrict(keep), stratify(rules), [], program.sources,
         program.files, [], program.decision, program.virtual & keep)
 
 

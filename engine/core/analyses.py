@@ -14,11 +14,11 @@ materialization choice sets later, in place); a caller applies its own policy to
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from . import ir
-from .terms import distinct_vars, lit_atom
+from .terms import distinct_vars, is_anon, lit_atom
 
 T = TypeVar("T")
 
@@ -153,6 +153,16 @@ class Closure:
         rel(X, Z) :- rel(X, Y), edge(Y, Z).    % kind "left-linear"
         rel(X, Z) :- edge(X, Y), rel(Y, Z).    % "right-linear"
         rel(X, Z) :- rel(X, Y), rel(Y, Z).     % "non-linear"
+
+    or, ``flipped``, the closure of the reversed edge: every ``edge`` atom above written
+    ``edge(Y, X)`` (``anc(A, X) :- parent(X, A).`` and ``anc(A, X) :- anc(A, P),
+    parent(X, P).`` over ``parent(child, parent)`` rows): ``rel(X, Y)`` then holds when a
+    path of ``edge`` rows leads from ``Y`` to ``X``.
+
+    With ``seeds``, the reflexive-transitive closure over them: beside the two rules, rules
+    ``rel(X, X) :- s(X).`` or ``rel(X, X) :- s(X, _).`` with ``s`` stored (each seed: the
+    rule's index and ``s``); ``rel(X, X)`` holds for every ``X`` a seed holds, and the step
+    adds nothing to it (a path from a seeded node is a path of edges).
     """
 
     rel: str
@@ -160,10 +170,17 @@ class Closure:
     exit: int
     step: int
     kind: str
+    flipped: bool = False
+    seeds: tuple[tuple[int, str], ...] = ()
 
     @property
     def linear(self) -> bool:
         return self.kind != "non-linear"
+
+    def edge_column(self, column: int) -> int:
+        """The column of ``edge`` whose index a walk from ``rel``'s ``column`` reads: the
+        same column, or the other when ``flipped``."""
+        return column ^ 1 if self.flipped else column
 
 
 def closure_shape(rules: Sequence[ir.Rule]) -> Closure | None:
@@ -176,7 +193,7 @@ def closure_shape(rules: Sequence[ir.Rule]) -> Closure | None:
     exits = [(r, e) for r in rules if (e := _exit_edge(r)) is not None]
     if len(exits) != 1 or rules[1].head.rel != p:
         return None
-    ex, edge = exits[0]
+    ex, (edge, flipped) = exits[0]
     step = rules[1] if rules[0] is ex else rules[0]
     head = distinct_vars(step.head.args)
     if head is None or len(step.body) != 2 or not all(isinstance(b, ir.Atom)
@@ -184,37 +201,72 @@ def closure_shape(rules: Sequence[ir.Rule]) -> Closure | None:
         return None
     x, z = head
     atoms = [b for b in step.body if isinstance(b, ir.Atom)]
+
+    def args(atom: ir.Atom) -> tuple[str, ...] | None:  # an edge atom read downwards
+        got = distinct_vars(atom.args)
+        return got[::-1] if got is not None and flipped and atom.rel == edge else got
+
     for first, second in (atoms, atoms[::-1]):
-        a, b = distinct_vars(first.args), distinct_vars(second.args)
+        a, b = args(first), args(second)
         if a is None or b is None or a[0] != x or b[1] != z or a[1] != b[0] or a[1] in (x, z):
             continue
         kinds = {(p, edge): "left-linear", (edge, p): "right-linear", (p, p): "non-linear"}
         kind = kinds.get((first.rel, second.rel))
         if kind:
-            return Closure(p, edge, ex.index, step.index, kind)
+            return Closure(p, edge, ex.index, step.index, kind, flipped)
     return None
 
 
-def _exit_edge(rule: ir.Rule) -> str | None:
-    """The edge relation when ``rule`` is ``rel(X, Y) :- edge(X, Y).``"""
+def _exit_edge(rule: ir.Rule) -> tuple[str, bool] | None:
+    """The edge relation when ``rule`` is ``rel(X, Y) :- edge(X, Y).``, and whether it is
+    read reversed (``rel(X, Y) :- edge(Y, X).``)."""
     head = distinct_vars(rule.head.args)
     if head is None or len(head) != 2 or len(rule.body) != 1:
         return None
     lit = rule.body[0]
-    if not isinstance(lit, ir.Atom) or lit.rel == rule.head.rel or distinct_vars(
-            lit.args) != head:
+    if not isinstance(lit, ir.Atom) or lit.rel == rule.head.rel:
         return None
-    return lit.rel
+    got = distinct_vars(lit.args)
+    if got == head:
+        return lit.rel, False
+    if got is not None and got == head[::-1]:
+        return lit.rel, True
+    return None
 
 
 def closures(program: ir.Program) -> dict[str, Closure]:
-    """relation -> its closure shape, for every relation whose rules have one (cached)."""
+    """relation -> its closure shape, for every relation whose rules have one, seeded or
+    not (cached)."""
     def compute(p: ir.Program) -> dict[str, Closure]:
         by: dict[str, list[ir.Rule]] = {}
         for r in p.rules:
             by.setdefault(r.head.rel, []).append(r)
-        return {rel: c for rel, rs in by.items() if (c := closure_shape(rs)) is not None}
+        derived = set(by)
+        out: dict[str, Closure] = {}
+        for rel, rs in by.items():
+            seeds = tuple((r.index, s) for r in rs if (s := _seed(r)) is not None
+                          and s not in derived)
+            rest = [r for r in rs if all(r.index != i for i, _ in seeds)]
+            c = closure_shape(rest)
+            if c is not None:
+                out[rel] = replace(c, seeds=seeds) if seeds else c
+        return out
     return analysis(program, "closures", compute)
+
+
+def _seed(rule: ir.Rule) -> str | None:
+    """``s`` when ``rule`` is ``rel(X, X) :- s(X).`` or ``rel(X, X) :- s(X, _).``"""
+    args = rule.head.args
+    if len(args) != 2 or len(rule.body) != 1 or not isinstance(args[0], ir.Var) or \
+            args[0] != args[1] or is_anon(args[0]):
+        return None
+    lit = rule.body[0]
+    if not isinstance(lit, ir.Atom) or not lit.args or lit.args[0] != args[0] or \
+            lit.rel == rule.head.rel or len(lit.args) > 2:
+        return None
+    if len(lit.args) == 2 and not (isinstance(lit.args[1], ir.Var) and lit.args[1] != args[0]):
+        return None
+    return lit.rel
 
 
 def edge_closure(program: ir.Program, rel: str) -> Closure | None:
@@ -222,7 +274,8 @@ def edge_closure(program: ir.Program, rel: str) -> Closure | None:
     the edge not virtual (the in-memory evaluator's graph walk, engine/eval/closure.py, and
     its estimate, engine/plan/stats.py). Not cached: it reads ``program.virtual``."""
     c = closures(program).get(rel)
-    return c if c is not None and c.linear and c.edge not in program.virtual else None
+    return c if c is not None and c.linear and c.edge not in program.virtual and all(
+        s not in program.virtual for _, s in c.seeds) else None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from .ir import Row
@@ -35,3 +35,25 @@ def stored_get(ix: Any) -> tuple[Callable[[Any], Any], bool]:
     if type(ix) is UniqueIndex:
         return dict.get.__get__(ix), True
     return ix.get, False
+
+
+def build_index(rows: Collection[Row], key: Callable[[Row], Any]) -> Index:
+    """The index of ``rows`` (distinct, in insertion order) on ``key``, as the database keeps
+    it (engine/eval/database.py): a :class:`UniqueIndex` when every key has one row (built
+    at C speed), else 1-tuples and ordered dicts, keys in the order of their first row."""
+    unique = UniqueIndex(zip(map(key, rows), rows, strict=True))
+    if len(unique) == len(rows):
+        return unique
+    ix: Index = {}
+    get = ix.get
+    for row in rows:
+        k = key(row)
+        bucket = get(k)
+        if bucket is None:
+            ix[k] = (row,)
+        elif type(bucket) is tuple:
+            ix[k] = {bucket[0]: None, row: None}
+        else:
+            assert isinstance(bucket, dict)
+            bucket[row] = None
+    return ix

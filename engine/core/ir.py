@@ -152,7 +152,8 @@ class TestCase:
 class Program:
     relations: dict[str, Relation]
     rules: list[Rule]
-    facts: list[Fact]
+    #: the base facts (lowering makes an engine/core/facts.py ``Facts``: rows per relation)
+    facts: Sequence[Fact]
     strata: list[Stratum]
     tests: list[TestCase]
     sources: dict[str, str]
@@ -337,6 +338,21 @@ def value_key(v: Value) -> tuple[int, Value]:
 def row_key(row: Iterable[Value]) -> tuple[tuple[int, Value], ...]:
     """A sort key for rows (and bindings): :func:`value_key` column by column."""
     return tuple((0, v) if isinstance(v, int) else (1, v) for v in row)
+
+
+def sorted_rows(rows: Iterable[Row]) -> list[Row]:
+    """``rows`` sorted by :func:`row_key`. Rows of strings only (most relations) are sorted
+    by their values joined with NUL, which sorts before every other character: the same
+    order, ten times faster (a value holding NUL, or an integer: by :func:`row_key`)."""
+    out = list(rows)
+    try:
+        keys = list(map("\x00".join, out))  # type: ignore[arg-type]
+    except TypeError:  # an integer somewhere
+        return sorted(out, key=row_key)
+    seps = max(len(out[0]) - 1, 0) if out else 0
+    if len(set(map(len, out))) > 1 or sum(k.count("\x00") for k in keys) != len(out) * seps:
+        return sorted(out, key=row_key)  # rows of several widths, a value holding NUL
+    return [row for _, row in sorted(zip(keys, out, strict=True))]
 
 
 def position_after(values: Sequence[Any], after: Any) -> int:

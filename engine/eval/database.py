@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable
 from operator import itemgetter
 from typing import Any
 
-from ..core.index import Index, UniqueIndex
+from ..core.index import Index, UniqueIndex, build_index
 from ..core.ir import Row
 
 
@@ -56,17 +56,7 @@ class Database:
         ix = self.indexes.get(k)
         if ix is None:
             key = _key_fn(cols)
-            rows = self.ensure(rel)
-            unique = UniqueIndex()
-            for row in rows:
-                unique[key(row)] = row
-            if len(unique) == len(rows):
-                ix = unique
-            else:
-                ix = {}
-                for row in rows:
-                    _put(ix, key(row), row)
-            self.indexes[k] = ix
+            ix = self.indexes[k] = build_index(self.ensure(rel), key)
             self._by_rel[rel].append([key, ix, cols])
         return ix
 

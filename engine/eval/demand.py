@@ -18,7 +18,7 @@ from typing import Any
 from ..core import ir
 from ..plan.codegen import Binder
 from ..plan.demand import DemandPlans
-from .closure import walker
+from .closure import seeder, walker
 
 Key = tuple[ir.Value, ...]
 #: the matching rows of one lookup, each with the index of its deriving rule
@@ -345,7 +345,8 @@ class Lookup:
         def ask(key: Key) -> dict[ir.Row, int]:
             nonlocal go
             if go is None:
-                go = walker(c, ctx.base_index(c.edge, (0,) if forward else (1,)), forward)
+                go = walker(c, ctx.base_index(c.edge, (c.edge_column(self.cols[0]),)),
+                            forward, seeder(c, lambda rel: ctx.base_index(rel, (0,))))
             out = table[key] = go(key[0])
             ctx.entries += 1
             return out

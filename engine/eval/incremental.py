@@ -32,7 +32,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from operator import itemgetter
 from typing import Any
 
-from ..core import ir
+from ..core import ir, progress
 from ..core.results import Change
 from ..plan.codegen import RunFn, compile_plan
 from ..plan.demand import DemandPlans
@@ -204,7 +204,10 @@ class Maintainer:
             db.add(rel, plus, 0)
             changes[rel].added |= plus
             changes[rel].removed |= minus
-        for st in self.program.strata:
+        def changed() -> str:  # the bar's postfix, asked only when shown
+            return f"{sum(len(c.added) + len(c.removed) for c in changes.values()):,} changed"
+
+        for st in progress.each("applying changes", self.program.strata, "stratum", changed):
             if st.relations[0] in virtual:  # a stratum is virtual as a whole
                 continue
             level = self._stratum(db, st, base, inserted, deleted, changes, level)
@@ -332,10 +335,12 @@ class Maintainer:
 
         od: dict[str, Rows] = {r: set(base_del[r]) for r in rels}
         outs: dict[str, Rows] = {r: set() for r in rels}
+        # a rule reading a relation that was empty derived nothing before: nothing to delete
+        loaded = self._loaded(relevant, lower, F)
         for v in relevant:
             c = lower[v.rel]
             delta = c.added if v.negated else c.removed
-            if delta:
+            if delta and v.rule.index not in loaded:
                 v.fn(old_F, {v.rel: delta}, old_index, outs[v.plan.head.rel].add, {})
         frontier: dict[str, Rows] = {}
         for r in rels:
@@ -369,7 +374,7 @@ class Maintainer:
         for v in relevant:
             c = lower[v.rel]
             delta = c.removed if v.negated else c.added
-            if delta:
+            if delta and loaded.get(v.rule.index, v) is v:
                 v.fn(F, {v.rel: delta}, db.index, seeds[v.plan.head.rel].add, {})
         added: dict[str, Rows] = {r: set() for r in rels}
         frontier = {}
@@ -399,6 +404,22 @@ class Maintainer:
                 changes[r].added |= gained
                 changes[r].removed |= lost
         return level
+
+    @staticmethod
+    def _loaded(relevant: list[_Variant], lower: Mapping[str, Change],
+                F: Mapping[str, Any]) -> dict[int, _Variant]:
+        """Rule index -> the one delta variant that finds every new derivation of the rule:
+        one reading, from the delta, a positive atom over a relation that was empty before
+        the change (a first load). Every derivation in the new state reads a new row there,
+        so the rule's other variants (one per atom that changed: a body of n atoms over that
+        relation has n) would only find the same rows again."""
+        out: dict[int, _Variant] = {}
+        for v in relevant:
+            c = lower[v.rel]
+            if (not v.negated and c.added and not c.removed and v.rule.index not in out
+                    and len(F.get(v.rel, ())) == len(c.added)):
+                out[v.rule.index] = v
+        return out
 
     def _derivable(self, db: Database, rel: str, row: ir.Row) -> bool:
         return self.derivations.rule(rel, row, db.full, db.index) is not None

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core import ir
+from ..core.progress import Advance, nothing, task
 from ..plan.codegen import RunFn, compile_plan
 from ..plan.join import RulePlan, plan_rule
 from .database import Database
@@ -48,16 +49,20 @@ class CompiledStratum:
 
 def compile_strata(program: ir.Program) -> list[CompiledStratum]:
     out = []
-    for st in program.strata:
-        if all(r in program.virtual for r in st.relations):
-            continue  # answered on demand (engine/eval/demand.py)
-        rec = frozenset(st.relations) if st.recursive else frozenset()
-        exits: list[tuple[RulePlan, RunFn]] = []
-        deltas: list[tuple[RulePlan, RunFn]] = []
-        for rid in st.rules:
-            for p in plan_rule(program.rules[rid], rec):
-                (deltas if p.delta_literal is not None else exits).append((p, compile_plan(p)))
-        out.append(CompiledStratum(st, tuple(exits), tuple(deltas)))
+    strata = [st for st in program.strata
+              # a virtual stratum is answered on demand (engine/eval/demand.py)
+              if not all(r in program.virtual for r in st.relations)]
+    with task("planning", sum(len(st.rules) for st in strata), "rule") as advance:
+        for st in strata:
+            rec = frozenset(st.relations) if st.recursive else frozenset()
+            exits: list[tuple[RulePlan, RunFn]] = []
+            deltas: list[tuple[RulePlan, RunFn]] = []
+            for rid in st.rules:
+                for p in plan_rule(program.rules[rid], rec):
+                    (deltas if p.delta_literal is not None else exits).append(
+                        (p, compile_plan(p)))
+            out.append(CompiledStratum(st, tuple(exits), tuple(deltas)))
+            advance(len(st.rules))
     return out
 
 
@@ -85,18 +90,23 @@ class Evaluator:
     def _run(self, db: Database, progress: Progress | None = None) -> EvalStats:
         stats = EvalStats()
         level = db.level
-        for cs in self.strata:
-            t0 = time.perf_counter()
-            s = StratumStats(cs.stratum.index, cs.stratum.relations)
-            level = self._stratum(db, cs, level, s)
-            s.seconds = time.perf_counter() - t0
-            stats.strata.append(s)
-            if progress:
-                progress(s)
+        with task("evaluating", len(self.strata), "stratum") as advance:
+            for cs in self.strata:
+                t0 = time.perf_counter()
+                s = StratumStats(cs.stratum.index, cs.stratum.relations)
+                level = self._stratum(db, cs, level, s, advance, stats.derived)
+                s.seconds = time.perf_counter() - t0
+                stats.strata.append(s)
+                advance(1, postfix=_derived(stats.derived))
+                if progress:
+                    progress(s)
         db.level = level
         return stats
 
-    def _stratum(self, db: Database, cs: CompiledStratum, level: int, s: StratumStats) -> int:
+    def _stratum(self, db: Database, cs: CompiledStratum, level: int, s: StratumStats,
+                 advance: Advance = nothing, before: int = 0) -> int:
+        """Evaluate one stratum; ``advance``: its progress (the rows derived, ``before`` it
+        and in it, after each round of a recursive stratum)."""
         F = db.full
         index = db.index
         for r in cs.stratum.relations:
@@ -129,4 +139,12 @@ class Evaluator:
                 db.add(r, new, level)
                 delta[r] = new
                 s.derived += len(new)
+            if advance is not nothing:  # no text made per round unless shown
+                advance(0, postfix=f"{_derived(before + s.derived)} (stratum "
+                        f"{cs.stratum.index} round {s.iterations})")
         return level
+
+
+def _derived(n: int) -> str:
+    """A bar's postfix: the rows derived so far."""
+    return f"{n:,} row{'' if n == 1 else 's'}"

@@ -408,20 +408,23 @@ def solve(
     I: Callable[[str, tuple[int, ...]], Mapping[Any, Iterable[ir.Row]]],
     B: Mapping[str, ir.Value],
 ) -> Iterator[dict[str, ir.Value]]:
-    """Every binding of the plan's variables that satisfies its body."""
-    steps = plan.steps
+    """Every binding of the plan's variables that satisfies its body (a fresh dict each).
 
-    def val(t: ir.Term, env: dict[str, ir.Value]) -> ir.Value:
+    A depth-first search with an explicit stack of one generator per step, over one
+    environment each step writes its variables into (a later step only reads variables of
+    earlier ones, so nothing is undone): a body of thousands of literals nests no deeper in
+    Python than one of two, and a step costs its own columns, not a copy of every binding."""
+    steps = plan.steps
+    env: dict[str, ir.Value] = dict(B)
+
+    def val(t: ir.Term) -> ir.Value:
         return t.value if isinstance(t, ir.Const) else env[t.name]
 
-    def go(i: int, env: dict[str, ir.Value]) -> Iterator[dict[str, ir.Value]]:
-        if i == len(steps):
-            yield env
-            return
-        s = steps[i]
+    def step(s: Step) -> Iterator[None]:
+        """once per way ``s`` passes with the bindings so far (its own written into ``env``)"""
         if isinstance(s, Scan):
             src: Iterable[ir.Row]
-            key = tuple(val(t, env) for t in s.key_terms)
+            key = tuple(val(t) for t in s.key_terms)
             if s.source == "delta":
                 assert D is not None
                 src = D[s.rel]
@@ -433,18 +436,18 @@ def solve(
             for row in src:
                 if any(row[c] != v for c, v in zip(s.key_cols, key, strict=True)):
                     continue
-                env2 = dict(env)
                 for c, name in s.out:
-                    env2[name] = row[c]
-                if all(row[c] == env2[name] for c, name in s.eqs):
-                    yield from go(i + 1, env2)
+                    env[name] = row[c]
+                if all(row[c] == env[name] for c, name in s.eqs):
+                    yield None
         elif isinstance(s, Filter):
-            if compare(s.op, val(s.left, env), val(s.right, env)):
-                yield from go(i + 1, env)
+            if compare(s.op, val(s.left), val(s.right)):
+                yield None
         elif isinstance(s, Assign):
-            yield from go(i + 1, {**env, s.var: val(s.value, env)})
+            env[s.var] = val(s.value)
+            yield None
         else:
-            key = tuple(val(t, env) for t in s.key_terms)
+            key = tuple(val(t) for t in s.key_terms)
             if len(s.key_cols) == s.arity:
                 hit = key in F[s.rel]
             elif not s.key_cols:
@@ -452,6 +455,17 @@ def solve(
             else:
                 hit = bool(I(s.rel, s.key_cols).get(key[0] if len(key) == 1 else key))
             if not hit:
-                yield from go(i + 1, env)
+                yield None
 
-    yield from go(0, dict(B))
+    if not steps:
+        yield dict(env)
+        return
+    stack = [step(steps[0])]
+    done = object()
+    while stack:
+        if next(stack[-1], done) is done:
+            stack.pop()
+        elif len(stack) == len(steps):
+            yield dict(env)
+        else:
+            stack.append(step(steps[len(stack)]))

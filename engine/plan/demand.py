@@ -170,7 +170,8 @@ class DemandPlans:
         closure = self.closure(rel)
         if closure is not None and cols:
             if cols == (0,) or cols == (1,):  # a walk over the edge (Lookup._walker)
-                return out | {(closure.edge, cols)}
+                return out | {(closure.edge, (closure.edge_column(cols[0]),))} | {
+                    (seed, (0,)) for _, seed in closure.seeds}
             return out | self.reads(rel, (1,), seen)  # both: the walk from the second
         coarse = self.coarse(rel, cols)
         if coarse is not None:

@@ -22,21 +22,26 @@ greedily beyond :data:`EXHAUSTIVE` atoms; comparisons and negations are placed a
 are bound (engine/plan/join.py) and assumed to keep half the rows.
 
 Estimates are taken from the database as it is when a plan is first needed; the reasoner
-throws them away (and re-plans) when the base facts grow or shrink by a factor of two.
+throws them away (and re-plans) when the base facts grow or shrink by a factor of two. What
+they read of a big relation is computed once per load, whatever the questions: a sample of
+:data:`SAMPLE` rows (grouped once per set of constant columns), and the database's own hash
+indexes (the ones the evaluator's walks read; built once, shared) for a closure's counts and
+a rare constant's rows (issue 26: no copy of a million-row hierarchy, no walk per question).
+The exhaustive search shares the prefixes of the permutations (:meth:`Statistics._exhaustive`).
 """
 
 from __future__ import annotations
 
-import gc
 import itertools
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
 from ..core import ir
 from ..core.analyses import edge_closure
+from ..core.index import build_index
 from ..core.terms import atom_vars, is_anon
 from .join import greedy
 
@@ -58,8 +63,6 @@ FILTER = 0.5
 SAMPLE = 20_000
 #: rows holding an atom's constants found in a sample: fewer cannot be scaled up
 RARE = 20
-#: values of a relation's columns grouped in one pass (:meth:`Statistics._first_rows`)
-GROUPS = 4096
 
 
 def _bound(t: ir.Term, bound: set[str]) -> bool:
@@ -71,8 +74,14 @@ class Statistics:
 
     def __init__(self, program: ir.Program, full: Mapping[str, Any],
                  index: Callable[[str, tuple[int, ...]], Any] | None = None) -> None:
+        """``full``: the stored relations' rows; ``index``: the database's hash index of a
+        relation on some columns, built on first use and kept up to date
+        (engine/eval/database.py), which the statistics share (without one, they build
+        their own)."""
         self.program = program
         self.full = full
+        self._index = index
+        self._indexes: dict[tuple[str, tuple[int, ...]], Any] = {}
         self.virtual = program.virtual
         self.rules: dict[str, list[ir.Rule]] = {}
         for r in program.rules:
@@ -84,16 +93,18 @@ class Statistics:
         self._active: set[tuple[Any, ...]] = set()
         self._values: dict[tuple[Any, ...], tuple[ir.Value, ...]] = {}
         self._rows_with: dict[tuple[Any, ...], list[ir.Row]] = {}
-        #: per closure edge: each node's children, and how many nodes each one reaches
-        self._children: dict[str, dict[ir.Value, list[ir.Value]]] = {}
+        #: per closure edge and direction: how many nodes each inner node reaches
         self._reach: dict[str, dict[ir.Value, int]] = {}
         self._closures: dict[str, Any] = {}
-        #: per (relation, columns): the first rows holding each value (None: too many values)
-        self._groups: dict[tuple[str, tuple[int, ...]], dict[Any, list[ir.Row]] | None] = {}
+        #: per (relation, columns): its sample's rows (the relation's own, up to
+        #: :data:`SAMPLE`) grouped by their values there (:meth:`_holding`)
+        self._grouped: dict[tuple[str, tuple[int, ...]], dict[Any, list[ir.Row]]] = {}
         #: passes over a whole stored relation, and closure nodes walked (each at most once
         #: per direction): what the statistics cost, whatever the questions asked
         self.scans = 0
         self.walked = 0
+        #: steps of join orders estimated (:meth:`_exhaustive` shares the prefixes)
+        self.steps = 0
 
     def size(self, rel: str) -> int:
         rows = self.full.get(rel)
@@ -162,9 +173,7 @@ class Statistics:
         n = len(rows)
         key = itemgetter(*cols)
         big = n > SAMPLE
-        picked: Any = self._sample(rel) if big else rows
-        if where:
-            picked = [row for row in picked if all(row[c] == v for c, v in where)]
+        picked: Any = self._holding(rel, where) if where or big else rows
         m = len(picked)
         if not big:
             counts = Counter(map(key, picked))
@@ -180,6 +189,27 @@ class Statistics:
         self._weighted[k] = got
         return got
 
+    def _holding(self, rel: str, where: tuple[tuple[int, ir.Value], ...]) -> list[ir.Row]:
+        """The rows of ``rel``'s sample (of the relation itself up to :data:`SAMPLE` rows)
+        holding ``where``'s (column, value) pairs: the sample grouped once per set of columns,
+        not filtered once per set of values."""
+        rows: Any = self.full.get(rel) or ()
+        if len(rows) > SAMPLE:
+            rows = self._sample(rel)
+        if not where:
+            return list(rows)
+        cols = tuple(c for c, _ in where)
+        groups = self._grouped.get((rel, cols))
+        if groups is None:
+            groups = self._grouped[(rel, cols)] = {}
+            for kv, row in zip(map(itemgetter(*cols), rows), rows, strict=True):
+                got = groups.get(kv)
+                if got is None:
+                    groups[kv] = [row]
+                else:
+                    got.append(row)
+        return groups.get(where[0][1] if len(where) == 1 else tuple(v for _, v in where), [])
+
     def estimate(self, rel: str, cols: tuple[int, ...], arity: int,
                  consts: tuple[tuple[int, ir.Value], ...] = (), given: Given = ()) -> Estimate:
         """Rows per lookup of ``rel`` on ``cols``, and the work of one lookup. ``consts``:
@@ -187,7 +217,7 @@ class Statistics:
         head has another constant there does not answer the lookup (of a decision relation
         with a rule per operation, ``allowed(U, load_table, T)`` runs the load_table rules
         only, as goal-directed evaluation selects them). ``given``: values the bound columns
-        take where the rows that bind them are known (:meth:`_cost`): a transitive closure
+        take where the rows that bind them are known (:meth:`cost`): a transitive closure
         walked from them is estimated from what they reach (:meth:`_closure`)."""
         if rel not in self.virtual:
             return (self.stored(rel, cols, arity), 1.0)
@@ -261,10 +291,11 @@ class Statistics:
             starts = given[0]
             if not starts:  # nothing binds it: no walk
                 return (0.0, 1.0)
-            rows = sum(self._reached(c.edge, v, True) for v in starts) / len(starts)
+            rows = sum(self._reached(c.edge, v, not c.flipped) for v in starts) / len(starts)
             return (rows, rows + 1.0)
-        starts = given.get(1) or tuple(row[1] for row in self._edge_sample(c.edge))
-        up = sum(self._reached(c.edge, v, False) for v in starts) / max(1, len(starts))
+        starts = given.get(1) or tuple(row[c.edge_column(1)] for row in
+                                       self._edge_sample(c.edge))
+        up = sum(self._reached(c.edge, v, c.flipped) for v in starts) / max(1, len(starts))
         if cols == (1,):
             return (up, up + 1.0)
         return (FILTER, up + 1.0)  # a membership test: a walk up from the second column
@@ -275,53 +306,61 @@ class Statistics:
         return picked[:GIVEN]
 
     def _reached(self, edge: str, start: ir.Value, down: bool) -> int:
-        """The nodes below ``start`` over ``edge`` (``down``; a node reached twice in a DAG
-        counts twice: an estimate) or above it, each node's count computed once (a leaf's,
-        0, never stored: the walk expands the inner nodes only, each at most once per
-        direction, counted in :attr:`walked`)."""
+        """The nodes below ``start`` over ``edge`` (``down``: from the first column to the
+        second; a node reached twice in a DAG counts twice: an estimate) or above it, each
+        node's count computed once (a leaf's, 0, never stored: the walk expands the inner
+        nodes only, each at most once per direction, counted in :attr:`walked`). The edge is
+        read through the database's index on the column walked from (the one the
+        evaluator's walks read: engine/eval/closure.py), a node's children listed and tested
+        at C speed, so a walk from the root of a million objects costs one pass over them in
+        C, not in Python."""
         key = f"{edge}/{'down' if down else 'up'}"
         reach = self._reach.setdefault(key, {})
         got = reach.get(start)
         if got is not None:
             return got
-        children = self._children.get(key)
-        if children is None:
-            children = self._children[key] = {}
-            a, b = (0, 1) if down else (1, 0)
-            self.scans += 1
-            # a list per node, up to millions, and no cycle among them: the cyclic collector
-            # would only walk them while they are made (as in engine/eval/seminaive.py)
-            was_enabled = gc.isenabled()
-            gc.disable()
-            try:
-                for row in self.full.get(edge) or ():
-                    kids = children.get(row[a])
-                    if kids is None:
-                        children[row[a]] = [row[b]]
-                    else:
-                        kids.append(row[b])
-            finally:
-                if was_enabled:
-                    gc.enable()
-        if start not in children:
+        a, b = (0, 1) if down else (1, 0)
+        ix = self._index_of(edge, (a,))
+        if start not in ix:
             return 0
+        step = itemgetter(b)
+
+        def inner(node: ir.Value) -> list[ir.Value]:
+            """The node's children that have children themselves (walked further)."""
+            return list(filter(ix.__contains__, map(step, ix.get(node))))
+
         # post-order without recursion; a node met again on the stack (a cycle) counts 0
         on_stack = {start}
-        stack: list[tuple[ir.Value, Any]] = [(start, iter(children[start]))]
+        first = inner(start)
+        stack: list[tuple[ir.Value, list[ir.Value], Any]] = [(start, first, iter(first))]
         while stack:
-            node, it = stack[-1]
+            node, kids, it = stack[-1]
             for kid in it:
-                if kid in children and kid not in reach and kid not in on_stack:
+                if kid not in reach and kid not in on_stack:
                     on_stack.add(kid)
-                    stack.append((kid, iter(children[kid])))
+                    more = inner(kid)
+                    stack.append((kid, more, iter(more)))
                     break
             else:
                 stack.pop()
                 on_stack.discard(node)
                 self.walked += 1
-                kids = children[node]
-                reach[node] = len(kids) + sum(map(reach.get, kids, itertools.repeat(0)))
+                reach[node] = len(ix.get(node)) + sum(map(reach.get, kids,
+                                                          itertools.repeat(0)))
         return reach[start]
+
+    def _index_of(self, rel: str, cols: tuple[int, ...]) -> Any:
+        """The hash index of a stored relation on ``cols``: the database's (shared with the
+        evaluator, built once) or, without one, built here; the first request of each
+        counted in :attr:`scans`."""
+        k = (rel, cols)
+        ix = self._indexes.get(k)
+        if ix is None:
+            self.scans += 1
+            ix = self._indexes[k] = (
+                self._index(rel, cols) if self._index is not None
+                else build_index(self.full.get(rel) or {}, itemgetter(*cols)))
+        return ix
 
     def _sampled(self, a: ir.Atom, col: int) -> tuple[ir.Value, ...]:
         """Values of column ``col`` among the stored rows that hold ``a``'s constants (up to
@@ -338,46 +377,27 @@ class Statistics:
 
     def _matching(self, rel: str, consts: tuple[tuple[int, ir.Value], ...]) -> list[ir.Row]:
         """The first :data:`GIVEN` rows holding ``consts`` (column, value): of the relation's
-        sample when it holds at least :data:`RARE` of them, else of the relation itself."""
+        sample (the relation itself up to :data:`SAMPLE` rows) when it holds at least
+        :data:`RARE` of them, else of the relation itself (:meth:`_first_rows`)."""
         k = (rel, consts)
         got = self._rows_with.get(k)
         if got is None:
             rows: Any = self.full.get(rel) or ()
-            got = []
-            if len(rows) > SAMPLE:
-                got = _first(self._sample(rel), consts)
-            if len(got) < min(GIVEN, RARE):
+            got = self._holding(rel, consts)[:GIVEN]  # exact up to SAMPLE rows
+            if len(rows) > SAMPLE and len(got) < min(GIVEN, RARE):
                 got = self._first_rows(rel, consts)
             self._rows_with[k] = got
         return got
 
     def _first_rows(self, rel: str, consts: tuple[tuple[int, ir.Value], ...]) -> list[ir.Row]:
         """The first :data:`GIVEN` rows of ``rel`` holding ``consts``, in the relation's order:
-        from one pass over the relation per set of columns (:data:`GROUPS` values at most;
-        a column with more is scanned per value), counted in :attr:`scans`."""
+        a lookup in its index on those columns (:meth:`_index_of`)."""
         rows: Any = self.full.get(rel) or ()
         if not consts:
             return list(itertools.islice(rows, GIVEN))
         cols = tuple(c for c, _ in consts)
-        value = tuple(v for _, v in consts)
-        groups = self._groups.get((rel, cols), {})
-        if groups is not None and not groups:
-            self.scans += 1
-            key = itemgetter(*cols) if len(cols) > 1 else lambda row: (row[cols[0]],)
-            for row in rows:
-                g = groups.get(kv := key(row))
-                if g is None:
-                    if len(groups) == GROUPS:
-                        groups = None
-                        break
-                    groups[kv] = [row]
-                elif len(g) < GIVEN:
-                    g.append(row)
-            self._groups[(rel, cols)] = groups
-        if groups is not None:
-            return list(groups.get(value, ()))
-        self.scans += 1
-        return _first(rows, consts)
+        value = consts[0][1] if len(consts) == 1 else tuple(v for _, v in consts)
+        return list(itertools.islice(self._index_of(rel, cols).get(value, ()), GIVEN))
 
     def _atom(self, a: ir.Atom, bound: set[str], goal: bool = False,
               samples: dict[str, tuple[ir.Value, ...]] | None = None) -> Estimate:
@@ -404,14 +424,7 @@ class Statistics:
         atoms = [i for i, lit in enumerate(body) if isinstance(lit, ir.Atom)]
         others: list[ir.Lit] = [lit for lit in body if not isinstance(lit, ir.Atom)]
         if len(atoms) <= EXHAUSTIVE:
-            best: tuple[list[int], float, float] | None = None
-            for perm in itertools.permutations(atoms):
-                rows, work = self._cost(body, perm, bound, others, best[2] if best else None,
-                                        goal, samples)
-                if best is None or work < best[2]:
-                    best = (list(perm), rows, work)
-            assert best is not None or not atoms
-            return best if best is not None else ([], 1.0, 0.0)
+            return self._exhaustive(body, atoms, bound, others, goal, samples)
         chosen: list[int] = []
         b = set(bound)
 
@@ -424,7 +437,7 @@ class Statistics:
         # cheapest next step first (a step's cost reads which of its variables are bound)
         greedy(atoms, lambda i: -self._step_key(body[i], b, goal), take,
                lambda i: atom_vars(body[i]))
-        rows, work = self._cost(body, chosen, bound, others, None, goal, samples)
+        rows, work = self.cost(body, chosen, bound, goal, samples)
         return chosen, rows, work
 
     def _step_key(self, lit: ir.Lit, bound: set[str], goal: bool) -> float:
@@ -432,39 +445,87 @@ class Statistics:
         fanout, work = self._atom(lit, bound, goal)
         return work + 10.0 * fanout
 
-    def _cost(self, body: Sequence[ir.Lit], perm: Sequence[int], bound: set[str],
-              others: list[ir.Lit], cap: float | None, goal: bool = False,
-              samples: dict[str, tuple[ir.Value, ...]] | None = None,
-              ) -> tuple[float, float]:
+    def _exhaustive(self, body: Sequence[ir.Lit], atoms: list[int], bound: set[str],
+                    others: list[ir.Lit], goal: bool,
+                    samples: dict[str, tuple[ir.Value, ...]] | None,
+                    ) -> tuple[list[int], float, float]:
+        """The cheapest order of ``atoms``: every permutation, depth first, each prefix's
+        steps estimated once and shared by the orders that start with it, a prefix dropped
+        once its work reaches the best complete order's (work only grows). The orders are
+        met in lexicographic order and a later one wins only when strictly cheaper, so the
+        choice is the first cheapest permutation."""
+        if not atoms:
+            return [], 1.0, 0.0
+        if len(atoms) == 1:  # one order, no search (and no frame of it under nested estimates)
+            i = atoms[0]
+            r, w = self._step(body, i, bound, set(bound), list(others), dict(samples or {}),
+                              1.0, 0.0, True, goal)
+            return [i], r, w
+        best: list[Any] = [None, 1.0, float("inf")]
+        perm: list[int] = []
+
+        def go(b: set[str], pending: list[ir.Lit], known: dict[str, tuple[ir.Value, ...]],
+               rows: float, work: float, left: list[int]) -> None:
+            last = len(left) == 1
+            for i in left:
+                b2, pending2, known2 = set(b), list(pending), dict(known)
+                r, w = self._step(body, i, bound, b2, pending2, known2, rows, work, last, goal)
+                if w >= best[2]:
+                    continue
+                perm.append(i)
+                if last:
+                    best[:] = [list(perm), r, w]
+                else:
+                    go(b2, pending2, known2, r, w, [j for j in left if j != i])
+                perm.pop()
+
+        go(set(bound), list(others), dict(samples or {}), 1.0, 0.0, atoms)
+        assert best[0] is not None
+        return best[0], best[1], best[2]
+
+    def cost(self, body: Sequence[ir.Lit], perm: Sequence[int], bound: set[str],
+             goal: bool = False, samples: dict[str, tuple[ir.Value, ...]] | None = None,
+             ) -> tuple[float, float]:
+        """Rows out and work done by the body's atoms (positions) in the order ``perm``,
+        comparisons and negations placed as soon as they are bound."""
         b = set(bound)
-        pending = list(others)
+        pending: list[ir.Lit] = [lit for lit in body if not isinstance(lit, ir.Atom)]
         rows, work = 1.0, 0.0
         # the values of variables bound by stored rows, for the estimates of what is walked
         # from them (:meth:`_closure`)
         known = dict(samples or {})
         for i in perm:
-            lit = body[i]
-            assert isinstance(lit, ir.Atom)
-            fanout, w = self._atom(lit, b, goal, known)
-            if lit.rel not in self.virtual and not goal:
-                for c, t in enumerate(lit.args):
-                    if isinstance(t, ir.Var) and t.name not in b and not is_anon(t):
-                        known[t.name] = self._sampled(lit, c)
-            if (0.0 < fanout < 1.0 and lit.rel not in self.virtual and atom_vars(lit) <= bound
-                    and any(isinstance(t, ir.Const) for t in lit.args)
-                    and all(_bound(t, b) for t in lit.args)):
-                # a stored category of the key (``entity(S, schema)``): callers ask for keys
-                # that have it, so it filters nothing. Counted as a filter, it discounted a
-                # lookup's whole work by the category's share, and a lookup for every user
-                # could look as cheap as one user's (depending on the sample drawn)
-                fanout = 1.0
-            work += rows * w
-            rows *= fanout
-            b |= atom_vars(lit)
-            rows, work = self._filters(pending, b, rows, work, i == perm[-1])
-            if cap is not None and work >= cap:
-                return rows, work
+            rows, work = self._step(body, i, bound, b, pending, known, rows, work,
+                                    i == perm[-1], goal)
         return rows, work
+
+    def _step(self, body: Sequence[ir.Lit], i: int, bound: set[str], b: set[str],
+              pending: list[ir.Lit], known: dict[str, tuple[ir.Value, ...]], rows: float,
+              work: float, last: bool, goal: bool) -> tuple[float, float]:
+        """One step of an order: atom ``i`` read with ``b`` bound (``bound``: the body's own
+        bound variables), then what that binds of the comparisons and negations
+        ``pending``; updates ``b``, ``pending`` and ``known`` (the values of variables bound
+        by stored rows) and gives the rows and work so far."""
+        lit = body[i]
+        assert isinstance(lit, ir.Atom)
+        self.steps += 1
+        fanout, w = self._atom(lit, b, goal, known)
+        if lit.rel not in self.virtual and not goal:
+            for c, t in enumerate(lit.args):
+                if isinstance(t, ir.Var) and t.name not in b and not is_anon(t):
+                    known[t.name] = self._sampled(lit, c)
+        if (0.0 < fanout < 1.0 and lit.rel not in self.virtual and atom_vars(lit) <= bound
+                and any(isinstance(t, ir.Const) for t in lit.args)
+                and all(_bound(t, b) for t in lit.args)):
+            # a stored category of the key (``entity(S, schema)``): callers ask for keys
+            # that have it, so it filters nothing. Counted as a filter, it discounted a
+            # lookup's whole work by the category's share, and a lookup for every user
+            # could look as cheap as one user's (depending on the sample drawn)
+            fanout = 1.0
+        work += rows * w
+        rows *= fanout
+        b |= atom_vars(lit)
+        return self._filters(pending, b, rows, work, last)
 
     def _filters(self, pending: list[ir.Lit], b: set[str], rows: float,
                  work: float, last: bool = True) -> tuple[float, float]:
@@ -494,17 +555,6 @@ class Statistics:
             pending.remove(lit)
             rows *= FILTER
         return rows, work
-
-
-def _first(rows: Iterable[ir.Row], consts: tuple[tuple[int, ir.Value], ...]) -> list[ir.Row]:
-    """The first :data:`GIVEN` of ``rows`` holding ``consts`` (column, value)."""
-    got: list[ir.Row] = []
-    for row in rows:
-        if all(row[c] == v for c, v in consts):
-            got.append(row)
-            if len(got) == GIVEN:
-                break
-    return got
 
 
 def _consts(args: Sequence[ir.Term], cols: tuple[int, ...]) -> tuple[tuple[int, ir.Value], ...]:

@@ -175,7 +175,8 @@ def add_parser(sub: Any) -> None:
                     help="report which rules no test exercised")
     sp.set_defaults(fn=cmd_test)
 
-    sp = add_command(sub, "fmt", "format rule files in place (`-` formats stdin to stdout)")
+    sp = add_command(sub, "fmt", "format rule files in place (`-` formats stdin to stdout)",
+                     progress=False)
     sp.add_argument("paths", nargs="+", metavar="PATH",
                     help="rule files or directories (their .gl files); `-`: stdin")
     sp.add_argument("--check", action="store_true", help="only report files that would change")

@@ -9,6 +9,7 @@ from typing import Any
 
 from grantlog.engine import compile_program
 from grantlog.engine.answer.whatif import diff_programs
+from grantlog.engine.core import progress
 from grantlog.engine.core.ir import Program
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, error, render_all
 
@@ -57,8 +58,9 @@ def cmd_diff(a: argparse.Namespace) -> int:
             _, stored = st.snapshot()
         finally:
             st.close()
-    result = diff_programs(sides[0], sides[1], a.relation, proofs=not a.no_proofs,
-                           facts=stored)
+    with progress.task("comparing"):  # evaluates both sides: it may take long
+        result = diff_programs(sides[0], sides[1], a.relation, proofs=not a.no_proofs,
+                               facts=stored)
     if a.json:
         out(json.dumps(result.to_dict(proofs=not a.no_proofs), indent=2, ensure_ascii=False))
     else:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grantlog.engine import compile_program
+from grantlog.engine.core import progress
 from grantlog.engine.core.ir import Program, show_value
 from grantlog.grammar.diagnostics import GrantlogError, Span, error, render_all
 from grantlog.reasoner import Reasoner
@@ -79,8 +80,10 @@ def reasoner(a: argparse.Namespace, program: Program) -> Reasoner:
     """The program's reasoner, over the facts of ``--store`` too when given (read once: the
     command answers at the store's current revision)."""
     store = getattr(a, "store", None)
-    return Reasoner(program, store=store, follow=False, create=getattr(a, "create", False)) \
-        if store else Reasoner(program)
+    if not store:
+        return Reasoner(program)
+    with progress.task("reading the store"):  # every base fact: seconds at a million rows
+        return Reasoner(program, store=store, follow=False, create=getattr(a, "create", False))
 
 
 def load(a: argparse.Namespace, files: Sequence[str]) -> Reasoner:
@@ -101,6 +104,9 @@ HELP_STORE = "also the base facts of this store (sqlite:///facts.db, postgresql:
     "see `grantlog store`)"
 HELP_CREATE = "create the --store if it does not exist (else: store-not-found)"
 HELP_JSON = "print JSON instead of text"
+HELP_PROGRESS = "show progress bars of long work (reading facts, planning, evaluating) on " \
+    "stderr even when stderr is not a terminal (default: only on a terminal)"
+HELP_QUIET = "no progress bars on stderr, even on a terminal (warnings and errors still are)"
 #: the positionals commands name after their rule files
 HELP_POSITIONAL = {
     "SUBJECT": "who asks, e.g. alice",
@@ -142,16 +148,30 @@ def add_json(sp: argparse.ArgumentParser, help: str = HELP_JSON) -> None:
     sp.add_argument("--json", action="store_true", help=help)
 
 
+def add_progress(sp: argparse.ArgumentParser, help: str = HELP_PROGRESS) -> None:
+    """``--progress`` (always show progress on stderr) or ``--quiet/-q`` (never): one
+    ``progress`` argument, True, False or None (the default: when stderr is a terminal), that
+    grantlog/cli/main.py hands to engine/core/progress.py's ``reporting``."""
+    shown = sp.add_mutually_exclusive_group()
+    shown.add_argument("--progress", action="store_const", const=True, dest="progress",
+                       help=help)
+    shown.add_argument("--quiet", "-q", action="store_const", const=False, dest="progress",
+                       help=HELP_QUIET)
+
+
 def add_command(sub: Any, name: str, help: str, inputs: bool = False,
                 args: Sequence[str] = (), json: bool = False,
-                usage: str | None = None) -> argparse.ArgumentParser:
-    """A subcommand with ``--strict``; ``inputs``: also the inputs of :func:`add_inputs`;
-    ``args``: positionals after the rule files, by metavar (``SUBJECT``: ``a.subject``);
-    ``json``: also ``--json``. Its usage line reads ``grantlog NAME [options] [FILE ...]
-    ARGS`` unless ``usage`` says otherwise."""
+                usage: str | None = None, progress: bool = True) -> argparse.ArgumentParser:
+    """A subcommand with ``--strict`` and (``progress``: every command that compiles rules)
+    ``--progress``/``--quiet`` (:func:`add_progress`); ``inputs``: also the inputs of
+    :func:`add_inputs`; ``args``: positionals after the rule files, by metavar (``SUBJECT``:
+    ``a.subject``); ``json``: also ``--json``. Its usage line reads ``grantlog NAME [options]
+    [FILE ...] ARGS`` unless ``usage`` says otherwise."""
     sp: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help,
                                                  usage=usage)
     sp.add_argument("--strict", action="store_true", help=HELP_STRICT)
+    if progress:
+        add_progress(sp)
     if inputs:
         add_inputs(sp)
     for metavar in args:

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from grantlog.engine.answer.vocabulary import to_json
+from grantlog.engine.core import progress
 from grantlog.grammar.diagnostics import GrantlogError, error
 
 from .inputs import (
@@ -24,14 +25,18 @@ from .typos import warn
 
 def cmd_list(a: argparse.Namespace) -> int:
     files, subject, operation = a.files, a.subject, a.operation
-    found = load(a, files).list(subject, operation, a.type, a.within, strict=a.strict)
+    r = load(a, files)
+    with progress.task("listing"):  # the first read evaluates and plans: it may take long
+        found = r.list(subject, operation, a.type, a.within, strict=a.strict)
     warn(found.warnings)
     return print_values(a, found)
 
 
 def cmd_who(a: argparse.Namespace) -> int:
     files, operation, resource = a.files, a.operation, a.resource
-    found = load(a, files).who(operation, resource, strict=a.strict)
+    r = load(a, files)
+    with progress.task("listing"):
+        found = r.who(operation, resource, strict=a.strict)
     warn(found.warnings)
     return print_values(a, found)
 

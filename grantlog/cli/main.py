@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from grantlog.engine.core import progress
 from grantlog.grammar.diagnostics import GrantlogError
 
 from . import authoring, diff, interop, listing, plan, rules
@@ -59,7 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         autocomplete(parser)  # a shell asking for completions (argcomplete): answers, exits
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
-        code: int = args.fn(args)
+        # commands that compile rules take --progress / --quiet (inputs.add_progress); the
+        # others (serve, fmt, ...) show none
+        with progress.reporting(getattr(args, "progress", False)):
+            code: int = args.fn(args)
         return code
     except GrantlogError as e:
         sys.stderr.write(str(e) + "\n")

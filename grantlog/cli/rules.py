@@ -4,27 +4,44 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from contextlib import nullcontext
 from typing import Any
 
 from grantlog.engine.answer.vocabulary import to_json
 from grantlog.engine.compile.restrict import restrict
-from grantlog.engine.core.ir import Row, row_key, show_atom, show_value
+from grantlog.engine.core import progress
+from grantlog.engine.core.ir import Row, show_atom, show_value
+from grantlog.engine.core.ir import sorted_rows as ir_sorted_rows
 from grantlog.reasoner import Reasoner
 
 from .inputs import EXIT_NO, EXIT_OK, add_command, compile_rules, load, out, rule_files
 from .typos import warn
 
+#: rows written to stdout at a time by ``eval`` (the progress bar advances per chunk)
+CHUNK = 10_000
+
 
 def cmd_eval(a: argparse.Namespace) -> int:
     rows = relation_rows(a, a.relation) if a.relation else load(a, a.files).all_rows()
-    if a.json:
-        out(json.dumps({k: sorted([list(x) for x in v], key=row_key) for k, v in rows.items()},
-                       indent=2, ensure_ascii=False))
-        return EXIT_OK
-    for rel, rs in rows.items():
-        out(f"// {rel}: {len(rs)} row{'s' if len(rs) != 1 else ''}")
-        for row in sorted(rs, key=row_key):
-            out(show_atom(rel, row) + ".")
+    # a bar over the output only when it goes to a file or a pipe, not between its lines
+    writing = nullcontext(progress.nothing) if sys.stdout.isatty() else \
+        progress.task("writing", sum(map(len, rows.values())), "row")
+    with writing as advance:
+        if a.json:
+            sorted_rows = {}
+            for k, v in rows.items():
+                sorted_rows[k] = list(map(list, ir_sorted_rows(v)))
+                advance(len(v))
+            out(json.dumps(sorted_rows, indent=2, ensure_ascii=False))
+            return EXIT_OK
+        for rel, rs in rows.items():
+            out(f"// {rel}: {len(rs)} row{'s' if len(rs) != 1 else ''}")
+            ordered = ir_sorted_rows(rs)
+            for i in range(0, len(ordered), CHUNK):
+                chunk = ordered[i:i + CHUNK]
+                sys.stdout.write("".join(f"{show_atom(rel, row)}.\n" for row in chunk))
+                advance(len(chunk))
     return EXIT_OK
 
 
@@ -50,7 +67,8 @@ def relation_rows(a: argparse.Namespace, names: list[str]) -> dict[str, set[Row]
 def cmd_query(a: argparse.Namespace) -> int:
     files, goal = a.files, a.goal
     r = load(a, files)
-    answers = r.query(goal)
+    with progress.task("answering"):  # the first read evaluates and plans: it may take long
+        answers = r.query(goal)
     if a.json:
         out(json.dumps(answers, indent=2, ensure_ascii=False))
     elif not answers:
@@ -64,7 +82,8 @@ def cmd_query(a: argparse.Namespace) -> int:
 def cmd_explain(a: argparse.Namespace) -> int:
     files, goal = a.files, a.goal
     r = load(a, files)
-    ex = r.explain(goal)
+    with progress.task("explaining"):
+        ex = r.explain(goal)
     render = {"text": ex.render, "json": ex.to_json, "dot": ex.to_dot,
               "mermaid": ex.to_mermaid}[a.format]
     out(render())
@@ -74,7 +93,8 @@ def cmd_explain(a: argparse.Namespace) -> int:
 def cmd_check(a: argparse.Namespace) -> int:
     files, subject, operation, resource = a.files, a.subject, a.operation, a.resource
     r = load(a, files)
-    d = r.check(subject, operation, resource, strict=a.strict)
+    with progress.task("deciding"):
+        d = r.check(subject, operation, resource, strict=a.strict)
     warn(d.warnings)
     goal = show_atom(r.program.decision, (subject, operation, resource))
     if a.json:

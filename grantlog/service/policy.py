@@ -21,6 +21,7 @@ from typing import Any
 
 from grantlog.engine.compile.compiler import compile_program
 from grantlog.engine.core import ir
+from grantlog.engine.core.facts import Facts
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from grantlog.store import StoredPolicy, open_store, schema
 
@@ -99,9 +100,7 @@ def carried_facts(old: Any, program: ir.Program) -> dict[str, set[ir.Row]]:
     """Without a store: the facts written at run time into ``old`` (a reasoner), for a
     reasoner of the new ``program`` — refused where the new rules changed a relation's columns
     or dropped a relation that has such facts (the same rules as a store's schema check)."""
-    own: dict[str, set[ir.Row]] = {}
-    for f in old.program.facts:
-        own.setdefault(f.rel, set()).add(f.row)
+    own = {rel: set(rows) for rel, rows in Facts.of(old.program.facts).by_relation().items()}
     facts = {rel: rows - own.get(rel, set()) for rel, rows in old.base_facts().items()}
     facts = {rel: rows for rel, rows in facts.items() if rows}
     recorded = {rel: (schema.table(r).spec(), len(facts.get(rel, ())))

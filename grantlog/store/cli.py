@@ -36,8 +36,15 @@ import sys
 import time
 from typing import Any
 
-from grantlog.cli.inputs import HELP_STRICT, add_inputs, add_json, compile_rules, rule_files
-from grantlog.engine.core import ir
+from grantlog.cli.inputs import (
+    HELP_STRICT,
+    add_inputs,
+    add_json,
+    add_progress,
+    compile_rules,
+    rule_files,
+)
+from grantlog.engine.core import ir, progress
 from grantlog.grammar.diagnostics import GrantlogError, Span, error, plural
 
 from . import ingest, open_store
@@ -72,6 +79,8 @@ def add_parser(sub: Any) -> None:
                    "files not named after one")
     p.add_argument("--create", action="store_true",
                    help="create the store if it does not exist (else: store-not-found)")
+    add_progress(p, "show progress bars (reading the files, writing the facts) on stderr even "
+                 "when stderr is not a terminal (default: only on a terminal)")
     p.set_defaults(fn=cmd_load)
     p = add("dump", "write the stored facts to .gl, CSV, JSON Lines or Parquet", True)
     p.add_argument("--output", "-o", required=True, metavar="OUT",
@@ -140,10 +149,12 @@ def cmd_load(a: argparse.Namespace) -> int:
     st = open_store(a.store, program, create=a.create)
     try:
         new: dict[str, int] = {}
-        with st.writing() as w:
+        for rel in sorted(data):  # before the bar, not through it
+            sys.stderr.write(f"  {rel}: {plural(len(data[rel]), 'row')}\n")
+        with st.writing() as w, progress.task("storing", n, "fact") as advance:
             for rel in sorted(data):
-                sys.stderr.write(f"  {rel}: {plural(len(data[rel]), 'row')}\n")
                 new[rel] = w.load(rel, data[rel])
+                advance(len(data[rel]), postfix=rel)
         rev = w.committed
     finally:
         st.close()

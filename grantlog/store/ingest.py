@@ -21,19 +21,26 @@ that rules derive is refused (``derived-relation``) unless the rules mark it ``@
 from __future__ import annotations
 
 import csv
+import functools
 import itertools
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from grantlog.engine.core import ir
+from grantlog.engine.core import ir, progress
 from grantlog.engine.core.suggest import closest
 from grantlog.grammar import ast
-from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, plural
-from grantlog.grammar.facts import scan_lines, values
-from grantlog.grammar.parser import parse
+from grantlog.grammar.diagnostics import (
+    Diagnostic,
+    GrantlogError,
+    Span,
+    display_path,
+    error,
+    plural,
+)
+from grantlog.grammar.facts import FactTable, read_facts
 
 Rows = dict[str, list[ir.Row]]
 #: diagnostics reported at most (then one saying how many more)
@@ -92,78 +99,74 @@ def _bad(program: ir.Program, rel: str, row: tuple[Any, ...], span: Span) -> Dia
     return error("bad-fact", problem, span) if problem else None
 
 
-def _signature(program: ir.Program, rel: str) -> tuple[int, Any] | None:
-    """(arity, column types), the types ``"strings"`` when every column is a string; None
-    for a relation that does not exist or that writes may not give facts of."""
-    r = program.relations.get(rel)
-    if r is None or rel in program.read_only:
-        return None
-    return r.arity, "strings" if all(t == "string" for t in r.types) else r.types
-
-
 # -- .gl ----------------------------------------------------------------------------------------
 
 def read_gl(path: str, program: ir.Program, text: str | None = None) -> Rows:
-    """The facts of a `.gl` fact file (fast path for plain fact lines)."""
+    """The facts of a `.gl` fact file: plain fact lines through the fast reader
+    (grammar/facts.py ``read_facts``, as the compiler reads them), checked a relation at a
+    time; the other lines parsed, and facts only."""
     if text is None:
         text = _read_text(path)
     out: Rows = {}
     errs = _Errors()
     errs.sources[path] = text
-    rest: list[str] | None = None
-    checked: dict[str, tuple[int, Any] | None] = {}
-    for item in scan_lines(text, path):
-        if len(item) == 2:
-            no, line = item
-            if rest is None:
-                rest = [""] * (text.count("\n") + 1)
-            rest[no - 1] = line
-            continue
-        no, col, m = item
-        rel = m.group(2)
-        row = values(m.group(3))
-        if rel in checked:
-            sig = checked[rel]
-        else:
-            sig = checked[rel] = _signature(program, rel)
-        if sig is None or len(row) != sig[0]:
-            ok = False
-        elif sig[1] == "strings":  # the common case: every column a string
-            ok = int not in map(type, row)
-        else:
-            ok = all(t is None or t == "any" or (t == "int") == isinstance(v, int)
-                     for t, v in zip(sig[1], row, strict=True))
-        if not ok:
-            span = Span(path, no, col, no, col + len(rel))
-            errs.add(_bad(program, rel, row, span) or error("bad-fact", "bad fact", span))
-            continue
-        out.setdefault(rel, []).append(row)
-    if rest is not None and any(x.strip() for x in rest):
-        _read_rest(path, "\n".join(rest), program, out, errs)
-    errs.raise_if_any()
-    return out
-
-
-def _read_rest(path: str, text: str, program: ir.Program, out: Rows, errs: _Errors) -> None:
-    """Lines the fast path left: parsed in full; facts only."""
     try:
-        mod = parse(text, path)
+        with progress.task(f"reading {display_path(path)}", total=len(text),
+                           unit="B") as advance:
+            mod, table = read_facts(text, path, advance)
     except GrantlogError as exc:
         for d in exc.diagnostics:
             errs.add(d)
-        return
+        errs.raise_if_any()
+        raise
+    # bad facts as (line, col, how to report it): the first MAX_ERRORS in file order shown
+    bad: list[tuple[int, int, Callable[[], Diagnostic]]] = []
+    for rel, rows in table.rows.items():
+        nos = table.lines[rel]
+        r = program.relations.get(rel)
+        if r is not None and rel not in program.read_only and ir.rows_problem(r, rows) is None:
+            out.setdefault(rel, []).extend(rows)
+            continue
+        # refused, or of no relation: every fact of it (a diagnostic made only for those shown)
+        fixed = r is None or rel in program.read_only
+        mine = out.setdefault(rel, [])
+        for i, row in enumerate(rows):
+            if not fixed and _problem(program, rel, row) is None:
+                mine.append(row)
+            else:
+                bad.append((nos[i], 0, functools.partial(_table_bad, program, table, rel, i)))
+        if not mine:
+            del out[rel]
     for st in mod.statements:
         if isinstance(st, ast.Clause) and st.is_fact and all(
                 isinstance(a, ast.Const) for a in st.head.args):
             row = tuple(a.value for a in st.head.args if isinstance(a, ast.Const))
-            bad = _bad(program, st.head.rel, row, st.head.span)
-            if bad:
-                errs.add(bad)
+            found = _bad(program, st.head.rel, row, st.head.span)
+            if found:
+                bad.append((st.span.line, st.span.col, functools.partial(_same, found)))
             else:
                 out.setdefault(st.head.rel, []).append(row)
         else:
-            errs.add(error("not-a-fact", "a fact file holds ground facts only", st.span,
-                           "rules, declarations, imports and tests belong in the rule files"))
+            wrong = error("not-a-fact", "a fact file holds ground facts only", st.span,
+                          "rules, declarations, imports and tests belong in the rule files")
+            bad.append((st.span.line, st.span.col, functools.partial(_same, wrong)))
+    bad.sort(key=lambda b: (b[0], b[1]))
+    for _, _, make in bad[:MAX_ERRORS + 1]:
+        errs.add(make())
+    errs.more += max(0, len(bad) - MAX_ERRORS - 1)
+    errs.raise_if_any()
+    return out
+
+
+def _same(d: Diagnostic) -> Diagnostic:
+    return d
+
+
+def _table_bad(program: ir.Program, table: FactTable, rel: str, i: int) -> Diagnostic:
+    row = table.rows[rel][i]
+    span = table.atom_span(rel, i)
+    span = Span(span.file, span.line, span.col, span.line, span.col + len(rel))
+    return _bad(program, rel, row, span) or error("bad-fact", "bad fact", span)
 
 
 def _read_text(path: str) -> str:

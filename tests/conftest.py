@@ -143,3 +143,21 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         url = str(request.getfixturevalue("pg_server").schema_url())
     open_store(url, create=True).close()
     return url
+
+
+@pytest.fixture(scope="session")
+def gravitino_3000() -> Any:
+    """The shipped Gravitino model and its database after one transaction inserting a
+    generated world of 3,000 tables (benchmarks/gravitino_workload.py, seed 1): shared by
+    the cold-start tests, which read it and never write."""
+    import grantlog
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gravitino_workload as gw
+
+    program = grantlog.compile(paths=[str(ROOT / "rules" / "gravitino.gl")])
+    r = grantlog.Reasoner(program)
+    with r.transaction() as tx:
+        for rel, rows in gw.generate(3000, seed=1).facts.items():
+            tx.insert(rel, rows)
+    return program, r.database()

@@ -5,9 +5,6 @@ row-by-row check."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from grantlog.engine.core import ir
 from grantlog.engine.plan.stats import Statistics
@@ -17,21 +14,11 @@ from hypothesis import strategies as st
 
 import grantlog
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import gravitino_workload as gw  # noqa: E402
-
 
 @pytest.fixture(scope="module")
-def loaded() -> tuple[ir.Program, dict[str, dict[ir.Row, int]]]:
-    program = grantlog.compile(paths=[str(ROOT / "rules" / "gravitino.gl")])
-    w = gw.generate(3000, seed=1)
-    r = grantlog.Reasoner(program)
-    with r.transaction() as tx:
-        for rel, rows in w.facts.items():
-            tx.insert(rel, rows)
-    return program, r.database().full
+def loaded(gravitino_3000: tuple) -> tuple[ir.Program, dict[str, dict[ir.Row, int]]]:
+    program, db = gravitino_3000  # tests/conftest.py
+    return program, db.full
 
 
 def _questions(program: ir.Program, st: Statistics) -> int:

@@ -27,14 +27,8 @@ import gravitino_workload as gw  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def loaded() -> tuple[ir.Program, Database]:
-    program = grantlog.compile(paths=[str(ROOT / "rules" / "gravitino.gl")])
-    w = gw.generate(3000, seed=1)
-    r = grantlog.Reasoner(program)
-    with r.transaction() as tx:
-        for rel, rows in w.facts.items():
-            tx.insert(rel, rows)
-    return program, r.database()
+def loaded(gravitino_3000: tuple) -> tuple[ir.Program, Database]:
+    return gravitino_3000  # tests/conftest.py
 
 
 def _questions(program: ir.Program) -> list[tuple[ir.Rule, set[str]]]:

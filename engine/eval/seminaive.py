@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core import ir
@@ -66,9 +65,6 @@ def compile_strata(program: ir.Program) -> list[CompiledStratum]:
     return out
 
 
-Progress = Callable[[StratumStats], None]
-
-
 class Evaluator:
     """Runs a program's compiled strata; reusable across databases."""
 
@@ -76,18 +72,18 @@ class Evaluator:
         self.program = program
         self.strata = compile_strata(program)
 
-    def run(self, db: Database, progress: Progress | None = None) -> EvalStats:
+    def run(self, db: Database) -> EvalStats:
         # millions of small tuples and no cycles among them: the cyclic collector only burns
         # time while they are built (it is switched back on afterwards)
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            return self._run(db, progress)
+            return self._run(db)
         finally:
             if was_enabled:
                 gc.enable()
 
-    def _run(self, db: Database, progress: Progress | None = None) -> EvalStats:
+    def _run(self, db: Database) -> EvalStats:
         stats = EvalStats()
         level = db.level
         with task("evaluating", len(self.strata), "stratum") as advance:
@@ -98,8 +94,6 @@ class Evaluator:
                 s.seconds = time.perf_counter() - t0
                 stats.strata.append(s)
                 advance(1, postfix=_derived(stats.derived))
-                if progress:
-                    progress(s)
         db.level = level
         return stats
 

@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev-spark-peers
 
-.PHONY: demo test test-long lint typecheck unit grammar vsix docs-html bench bench-store bench-service \
+.PHONY: demo test browser test-long lint typecheck unit grammar vsix docs-html bench bench-store bench-service \
 	bench-list bench-lsp bench-opa bench-heavy bench-verify bench-compare bench-plan \
 	bench-models clean install
 
@@ -32,7 +32,14 @@ demo: $(STAMP)
 
 ## The whole test suite: lint, type check, unit/property/golden tests, rule-file tests, and
 ## the TextMate grammar's tests when Node.js is there (it is on the project's machines).
-test: $(STAMP) lint typecheck unit grammar
+test: $(STAMP) browser lint typecheck unit grammar
+
+## Headless Chromium for the explorer's browser tests (tests/test_explorer_e2e.py): installed
+## with apt-get when missing and apt-get is usable (root); otherwise those tests skip, saying why.
+browser:
+	@command -v chromedriver >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& apt-get install -y -q chromium chromium-driver >/dev/null; } \
+		|| echo "browser tests will skip: chromium and chromium-driver are not installed"
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=25

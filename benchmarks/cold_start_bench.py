@@ -6,7 +6,9 @@ answered check, from Python lists and from an opened SQLite store.
   then the first check (``first check``: the first evaluation and the planner's statistics),
   then the first listing (``first list``: ``list(subject, "load_table", type="table")`` for the
   first check's subject; budget 50 ms + 2 µs per listed table);
-* **store**: the facts bulk-loaded into a new SQLite file (not timed), then
+* **store**: the facts bulk-loaded into a new SQLite file and the planner's statistics
+  measured and kept with them, as ``grantlog store load`` does (``measure``, timed apart;
+  ``--no-kept``: none kept, each open measures the rows), then
   ``Reasoner(program, store=URL, follow=False)`` (``open``), its first check and first list;
 * **store, list first**: a listing as the first question after opening the store;
 * **store, prepared**: ``prepare()`` after opening (what ``grantlog serve`` does before it
@@ -33,6 +35,7 @@ import gravitino_workload as gw
 from harness import ROOT, load_store, log
 
 import grantlog
+from grantlog.store import open_store, planstats, warm
 
 RULES = ROOT / "rules" / "gravitino.gl"
 #: wall-clock time; ``--cpu``: the process's CPU time (on a shared machine, the work done
@@ -61,7 +64,29 @@ def from_lists(program: Any, w: Any, first: tuple[str, str, str]) -> Run:
     return questions(r, first, t0, clock())
 
 
-def from_store(program: Any, url: str, first: tuple[str, str, str]) -> Run:
+def forget(url: str, kept: bool) -> None:
+    """Without ``kept``: drop the statistics a previous reasoner kept at its close."""
+    if not kept:
+        st = open_store(url)
+        st.attach()
+        planstats.forget(st)
+        st.close()
+
+
+def measure(program: Any, url: str) -> float:
+    """The planner's statistics measured and kept after the load (``grantlog store load``)."""
+    gc.collect()
+    t0 = clock()
+    st = open_store(url, program)
+    try:
+        warm.measure(st, program)
+    finally:
+        st.close()
+    return clock() - t0
+
+
+def from_store(program: Any, url: str, first: tuple[str, str, str], kept: bool = True) -> Run:
+    forget(url, kept)
     gc.collect()
     t0 = clock()
     r = grantlog.Reasoner(program, store=url, follow=False)
@@ -72,8 +97,9 @@ def from_store(program: Any, url: str, first: tuple[str, str, str]) -> Run:
 
 
 def list_first(program: Any, url: str, first: tuple[str, str, str],
-               prepare: bool) -> tuple[float, float]:
+               prepare: bool, kept: bool = True) -> tuple[float, float]:
     """(prepare, first list) after opening the store; prepare 0 when not asked for."""
+    forget(url, kept)
     gc.collect()
     r = grantlog.Reasoner(program, store=url, follow=False)
     try:
@@ -93,7 +119,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cpu", action="store_true",
                     help="measure the process's CPU time instead of the wall clock")
+    ap.add_argument("--no-kept", action="store_true",
+                    help="keep no planner statistics with the store: every open measures")
     a = ap.parse_args()
+    kept = not a.no_kept
     if a.cpu:
         global clock
         clock = time.process_time
@@ -105,14 +134,15 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{Path(tmp) / 'cold.db'}"
             load_store(url, program, w)
-            stored = [from_store(program, url, first) for _ in range(a.repeat)]
-            listed = [list_first(program, url, first, False)[1] for _ in range(a.repeat)]
-            prepared = [list_first(program, url, first, True) for _ in range(a.repeat)]
+            measured = measure(program, url) if kept else 0.0
+            stored = [from_store(program, url, first, kept) for _ in range(a.repeat)]
+            listed = [list_first(program, url, first, False, kept)[1] for _ in range(a.repeat)]
+            prepared = [list_first(program, url, first, True, kept) for _ in range(a.repeat)]
         med = statistics.median
         n = lists[0][3]
         log(f"{size:>9,} tables  lists: insert {med(x[0] for x in lists):.2f} s, first check "
             f"{med(x[1] for x in lists):.2f} s, first list {med(x[2] for x in lists):.3f} s | "
-            f"store: open {med(x[0] for x in stored):.2f} s, first check "
+            f"store: measure {measured:.2f} s, open {med(x[0] for x in stored):.2f} s, first check "
             f"{med(x[1] for x in stored):.2f} s, first list {med(x[2] for x in stored):.3f} s | "
             f"store, list first {med(listed):.3f} s | store, prepared: prepare "
             f"{med(x[0] for x in prepared):.2f} s, first list {med(x[1] for x in prepared):.3f} s"

@@ -17,15 +17,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from grantlog.client import Client
 from grantlog.engine import Answers, Decision, Explanation, Program, Proof, RevisionConflict
 from grantlog.engine.compile.compiler import compile_program
 from grantlog.engine.core import arguments
 from grantlog.grammar import Diagnostic, GrantlogError, Span
 from grantlog.reasoner import Reasoner
 
+if TYPE_CHECKING:
+    from grantlog.client import Client
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """``grantlog.Client``, imported on first use: a command line or a process that never
+    talks to a service does not load it."""
+    if name == "Client":
+        from grantlog.client import Client
+
+        return Client
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "Client"})
 
 
 def compile(

@@ -30,8 +30,10 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import Any
 
+from grantlog.engine.answer.history import moment
 from grantlog.engine.core import arguments, ir
 from grantlog.engine.core.results import (
     Answers,
@@ -110,6 +112,27 @@ def _strict(strict: bool) -> dict[str, Any]:
     return {"strict": True} if strict else {}
 
 
+def _moment(at_revision: int | None, as_of: object) -> dict[str, Any]:
+    """A question's ``at_revision``/``as_of`` as the service takes them (``as_of``: a
+    ``datetime`` or ``date``, naive meaning UTC, an ISO 8601 string, or seconds since the
+    epoch, sent as it is; the others as ISO strings)."""
+    arguments.optional_int("at_revision", at_revision, 0)
+    if as_of is None:
+        return {} if at_revision is None else {"at_revision": at_revision}
+    if at_revision is not None:
+        raise arguments.bad_argument("as_of", "None when `at_revision` is given", as_of,
+                                     "ask at a revision or at a time, not both")
+    moment(as_of)  # checked here, before any HTTP, as the service checks it
+    if isinstance(as_of, str):
+        return {"as_of": as_of}
+    if isinstance(as_of, datetime):
+        aware = as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
+        return {"as_of": aware.isoformat()}
+    if isinstance(as_of, date):
+        return {"as_of": as_of.isoformat()}
+    return {"as_of": as_of}  # exact: a commit's own time
+
+
 def _decision(item: dict[str, Any], revision: int) -> RemoteDecision:
     warnings = [_diagnostic(w, "warning") for w in item.get("warnings") or []]
     if isinstance(item.get("error"), dict):
@@ -122,8 +145,10 @@ class RemoteExplanation:
     """What :meth:`Client.explain` returns: ``holds``, ``to_dict()``, ``to_json()``, and the
     renderings (``render()``, ``to_dot()``, ``to_mermaid()``) fetched from the server."""
 
-    def __init__(self, client: Client, goal: str, body: dict[str, Any]) -> None:
+    def __init__(self, client: Client, goal: str, body: dict[str, Any],
+                 moment: dict[str, Any] | None = None) -> None:
         self._client, self.goal = client, goal
+        self._moment = moment or {}
         self.holds: bool = bool(body["holds"])
         self._tree: dict[str, Any] = body["explanation"]
         self.revision: int = int(body.get("revision", 0))
@@ -136,7 +161,8 @@ class RemoteExplanation:
 
     def _fmt(self, fmt: str) -> str:
         got = self._client._post("/v1/explain", {"goal": self.goal, "format": fmt,
-                                                 "at_least_revision": self.revision})
+                                                 "at_least_revision": self.revision}
+                                 | self._moment)
         return str(got["explanation"])
 
     def render(self) -> str:
@@ -262,34 +288,43 @@ class Client(Writes):
     # -- reads ----------------------------------------------------------------------------------
 
     def check(self, subject: str, operation: str, resource: str,
-              at_least: int | None = None, strict: bool = False) -> RemoteDecision:
+              at_least: int | None = None, strict: bool = False, *,
+              at_revision: int | None = None, as_of: object = None) -> RemoteDecision:
+        """As ``Reasoner.check``; ``at_revision``/``as_of`` (also of ``check_many``,
+        ``query``, ``list``, ``who``, ``explain``): as the facts stood then
+        (docs/history.md)."""
         arguments.question(arguments.DECIDED, (subject, operation, resource), at_least)
         got = self._post("/v1/check", {"subject": subject, "operation": operation,
                                        "resource": resource,
                                        "at_least_revision": self._at_least(at_least)}
-                         | _strict(strict))
+                         | _strict(strict) | _moment(at_revision, as_of))
         if "error" in got:  # the service failed closed
             raise GrantlogError(_diagnostics(got, 200))
         self._seen(got["revision"])
         return _decision(got, got["revision"])
 
     def check_many(self, checks: Sequence[tuple[str, str, str]],
-                   at_least: int | None = None, strict: bool = False) -> list[RemoteDecision]:
+                   at_least: int | None = None, strict: bool = False, *,
+                   at_revision: int | None = None, as_of: object = None,
+                   ) -> list[RemoteDecision]:
         """Many decisions in one request (the server's batch limit applies); an item the
         service failed closed on is a deny whose ``warnings`` hold the error."""
         found = arguments.triples("checks", checks, arguments.DECIDED)
         arguments.optional_int("at_least", at_least)
         got = self._post("/v1/check/batch", {
             "checks": [{"subject": s, "operation": o, "resource": r} for s, o, r in found],
-            "at_least_revision": self._at_least(at_least)} | _strict(strict))
+            "at_least_revision": self._at_least(at_least)} | _strict(strict)
+            | _moment(at_revision, as_of))
         rev = got["revision"]
         self._seen(rev)
         return [_decision(x, rev) for x in got["results"]]
 
-    def query(self, goal: str, at_least: int | None = None) -> Answers[dict[str, ir.Value]]:
+    def query(self, goal: str, at_least: int | None = None, *, at_revision: int | None = None,
+              as_of: object = None) -> Answers[dict[str, ir.Value]]:
         arguments.goal(goal, at_least)
         got = self._post("/v1/query", {"goal": goal,
-                                       "at_least_revision": self._at_least(at_least)})
+                                       "at_least_revision": self._at_least(at_least)}
+                         | _moment(at_revision, as_of))
         self._seen(got["revision"])
         return Answers(got["answers"], got["revision"])
 
@@ -314,7 +349,8 @@ class Client(Writes):
 
     def list(self, subject: str, operation: str, type: str | None = None,
              within: str | None = None, at_least: int | None = None,
-             strict: bool = False) -> Answers[ir.Value]:
+             strict: bool = False, *, at_revision: int | None = None,
+             as_of: object = None) -> Answers[ir.Value]:
         arguments.question(arguments.LISTED[:4], (subject, operation, type, within), at_least,
                            2)
         body: dict[str, Any] = {"subject": subject, "operation": operation,
@@ -323,7 +359,8 @@ class Client(Writes):
             body["type"] = type
         if within is not None:
             body["within"] = within
-        return self._stream("/v1/list", body | _strict(strict), "resource")
+        return self._stream("/v1/list", body | _strict(strict) | _moment(at_revision, as_of),
+                            "resource")
 
     def filter(self, subject: str, operation: str, type: str | None = None,
                sql: str | None = None, layout: Mapping[str, str] | None = None,
@@ -347,29 +384,37 @@ class Client(Writes):
         return dict(got)
 
     def who(self, operation: str, resource: str,
-            at_least: int | None = None, strict: bool = False) -> Answers[ir.Value]:
+            at_least: int | None = None, strict: bool = False, *,
+            at_revision: int | None = None, as_of: object = None) -> Answers[ir.Value]:
         arguments.question(("operation", "resource"), (operation, resource), at_least)
         return self._stream("/v1/who", {"operation": operation, "resource": resource,
                                         "at_least_revision": self._at_least(at_least)}
-                            | _strict(strict), "subject")
+                            | _strict(strict) | _moment(at_revision, as_of), "subject")
 
-    def explain(self, goal: str) -> RemoteExplanation:
+    def explain(self, goal: str, *, at_revision: int | None = None,
+                as_of: object = None) -> RemoteExplanation:
         arguments.goal(goal)
+        moment = _moment(at_revision, as_of)
         body = self._post("/v1/explain", {"goal": goal,
-                                          "at_least_revision": self._at_least(None)})
+                                          "at_least_revision": self._at_least(None)} | moment)
         self._seen(int(body.get("revision", 0)))
-        return RemoteExplanation(self, goal, body)
+        return RemoteExplanation(self, goal, body, moment)
 
     # -- writes ---------------------------------------------------------------------------------
 
     @contextmanager
-    def transaction(self, watch: Iterable[str] | str = (),
-                    if_revision: int | None = None) -> Iterator[Transaction]:
+    def transaction(self, watch: Iterable[str] | str = (), if_revision: int | None = None,
+                    author: str | None = None, reason: str | None = None,
+                    ticket: str | None = None) -> Iterator[Transaction]:
         """Inserts and retracts sent as one write when the block ends (nothing is sent if it
         raises); ``tx.changes`` holds the watched relations' changes (default: the server's
-        watched relations), ``tx.revision`` the revision made."""
+        watched relations), ``tx.revision`` the revision made. ``author`` (default: the
+        token's name, when the server gave it one), ``reason``, ``ticket``: recorded with the
+        transaction."""
         names = None if isinstance(watch, str) and watch == "all" else arguments.watch_names(watch)
         arguments.optional_int("if_revision", if_revision)
+        meta = {k: arguments.optional_text(k, v) for k, v in
+                (("author", author), ("reason", reason), ("ticket", ticket)) if v is not None}
         tx = Transaction(constants=True)
         yield tx
         body: dict[str, Any] = {
@@ -381,7 +426,7 @@ class Client(Writes):
             body["watch"] = [watch] if names is None else list(names)
         if if_revision is not None:
             body["if_revision"] = if_revision
-        got = self._post("/v1/write", body, expected=if_revision)
+        got = self._post("/v1/write", body | meta, expected=if_revision)
         tx.revision = got["revision"]
         self._seen(got["revision"])
         tx.changes = Changes({rel: Change({tuple(x) for x in c["gained"]},

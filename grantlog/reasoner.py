@@ -10,8 +10,10 @@ from grantlog.engine.core import arguments, backends, ir
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 if TYPE_CHECKING:
+    from grantlog.engine.answer.history import Interval
     from grantlog.store import Store
     from grantlog.store.follow import Follower
+    from grantlog.store.history import Committed
 
 
 class Reasoner(engine.Reasoner):
@@ -91,6 +93,32 @@ class Reasoner(engine.Reasoner):
             for rel, rows in data.items():
                 tx.insert(rel, rows)
         return tx.changes
+
+    def timeline(self, subject: str, operation: str, resource: str, since: object = None,
+                 until: object = None) -> list[Interval]:
+        """The intervals in which ``check(subject, operation, resource)`` held between
+        ``since`` and ``until`` (revisions, or times as ``as_of`` takes them; default: the
+        whole history the store keeps), each opened and closed by a transaction (its
+        revision, time, author, reason, ticket): engine/answer/history.py, docs/history.md."""
+        from grantlog.engine.answer import history
+
+        return history.timeline(self, subject, operation, resource, since, until)
+
+    def transactions(self, since: int = 0, upto: int | None = None) -> list[Committed]:
+        """The store's transactions after revision ``since`` (up to ``upto``), oldest
+        first: each one's revision, commit time, counts, and who wrote it and why
+        (``author``, ``reason``, ``ticket``: None where not given). Without a store:
+        ``history-unavailable``."""
+        from grantlog.store.journal import StoreJournal
+
+        journal = self.journal
+        if not isinstance(journal, StoreJournal):
+            raise GrantlogError([error(
+                "history-unavailable", "this reasoner keeps no history: its facts live in "
+                "memory only", Span("<api>", 0, 0, 0, 0),
+                "open it over a store (`store=`), whose change log is the history")])
+        return journal.transactions(arguments.integer("since", since, 0),
+                                    arguments.optional_int("upto", upto, 0))
 
     def close(self) -> None:
         """Release what the reasoner holds: stop following, and close the store if this

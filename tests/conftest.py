@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -161,3 +162,32 @@ def gravitino_3000() -> Any:
         for rel, rows in gw.generate(3000, seed=1).facts.items():
             tx.insert(rel, rows)
     return program, r.database()
+
+
+@pytest.fixture(scope="session")
+def explorer_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One `grantlog explore` process for the run (the explorer's API and browser tests): the
+    Gravitino model (the page's editable file) and examples/gravitino/facts.gl."""
+    import subprocess
+
+    import httpx
+    from httpserver import free_port
+
+    port, log = free_port(), tmp_path_factory.mktemp("explore") / "explore.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grantlog.cli", "explore", "--model", "gravitino", "--facts",
+         str(ROOT / "examples" / "gravitino" / "facts.gl"), "--port", str(port), "--no-open"],
+        stdout=subprocess.DEVNULL, stderr=open(log, "wb"))  # noqa: SIM115
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        if proc.poll() is not None:
+            raise RuntimeError(log.read_text())
+        try:
+            if httpx.get(url + "/api/state", timeout=5).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)

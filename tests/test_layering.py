@@ -60,13 +60,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("library", ("grantlog.spark_bridge", "grantlog.reasoner", "grantlog.client",
                  "grantlog.filters", "grantlog.store", "grantlog.interop", "grantlog.tomlfile")),
     ("public API", ("grantlog",)),  # `import grantlog`: the package's own names
-    ("front ends", ("grantlog.cli", "grantlog.service", "grantlog.lsp",
+    ("front ends", ("grantlog.cli", "grantlog.service", "grantlog.lsp", "grantlog.explorer",
                     # the command lines of the store and of Spark, built with grantlog.cli's
                     "grantlog.store.cli", "grantlog.spark_bridge.cli")),
 ]
 
 #: rule (c): who is a front end, and what of the engine it may import
-FRONT_ENDS = ("grantlog.cli", "grantlog.service", "grantlog.lsp", "grantlog.interop")
+FRONT_ENDS = ("grantlog.cli", "grantlog.service", "grantlog.lsp", "grantlog.interop",
+              "grantlog.explorer")
 ENGINE_PUBLIC = ("grantlog.engine.core", "grantlog.engine.compile", "grantlog.engine.answer")
 
 #: rule (e): optional dependency -> the only modules (prefixes) that may import it
@@ -74,8 +75,8 @@ OPTIONAL: dict[str, tuple[str, ...]] = {
     "pyspark": ("grantlog.spark_bridge",),
     "graphframes": ("grantlog.spark_bridge",),
     "psycopg": ("grantlog.store",),
-    "starlette": ("grantlog.service",),
-    "uvicorn": ("grantlog.service",),
+    "starlette": ("grantlog.service", "grantlog.explorer"),
+    "uvicorn": ("grantlog.service", "grantlog.explorer"),
     "prometheus_client": ("grantlog.service",),
     "jmespath": ("grantlog.service",),
     "pygls": ("grantlog.lsp",),

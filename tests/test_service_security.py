@@ -459,3 +459,16 @@ def _snapshots(server: dict[str, Any]) -> list[int]:
             if b"serve" in cmd and f"{port}".encode() in cmd:
                 out += workers(int(proc.name))
     return out
+
+
+# -- a path asked without its slash: no redirect answered before the token is checked ---------
+
+@pytest.mark.parametrize(("path", "anonymous_status"), [
+    ("/v1/data", 401), ("/v1/data/.", 401), ("/v1/check/", 404), ("/v1/list/", 404)])
+def test_no_redirect_answers_before_the_token(server: dict[str, Any], path: str,
+                                              anonymous_status: int) -> None:
+    with httpx.Client(base_url=server["url"], timeout=30) as anonymous:
+        got = anonymous.post(path, json={"input": {}}, follow_redirects=False)
+    assert got.status_code == anonymous_status, (got.status_code, got.headers)
+    got = server["client"].post(path, json={"input": {}}, follow_redirects=False)
+    assert got.status_code != 307 and got.status_code < 500, (got.status_code, got.text)

@@ -13,6 +13,7 @@ from ..core import ir
 from ..core.hierarchy_roles import HierarchyRoles, hierarchy_roles
 from ..core.index import stored_get
 from .conditions import FALSE, TRUE, Cond, Test, compile_cond, conj, disj, mentioned, neg
+from .sweep import Sweep
 
 
 class Hierarchy:
@@ -28,8 +29,10 @@ class Hierarchy:
         self._type = roles.need("type", "the hierarchy's walk")
         par, kid = roles.down
         #: the edge's rows by parent (a child at ``_kid``) and by child (a parent at ``_par``)
-        self._down = stored_get(ctx.base_index(edge, (par,)))
-        self._up = stored_get(ctx.base_index(edge, (kid,)))
+        self._down_ix = ctx.base_index(edge, (par,))
+        self._down = stored_get(self._down_ix)
+        self._up_ix = ctx.base_index(edge, (kid,))
+        self._up = stored_get(self._up_ix)
         self._kid, self._par = kid, par
         #: the unary type relations (when types are not one binary relation)
         self._kinds = roles.kinds if roles.type is None else ()
@@ -46,6 +49,7 @@ class Hierarchy:
         #: stand): subtrees are disjoint and a walk down knows each node's ancestors
         self.tree = self._up[1] and self._types[1]
         self._ctx = ctx
+        self._sweep: Sweep | None = None
 
     def of_type(self, t: Any) -> list[Any]:
         """Every object of type ``t``."""
@@ -79,6 +83,13 @@ class Hierarchy:
                         todo.append(row[kid])
             got = self.cache[key] = frozenset(out)
         return got
+
+    def sweep(self) -> Sweep:
+        """The tree's levels read a level at a time (engine/answer/sweep.py)."""
+        if self._sweep is None:
+            self._sweep = Sweep(self._ctx, self._down_ix, self._up_ix, self._par, self._kid,
+                                self._type, self._kinds, self._types, self.cache)
+        return self._sweep
 
     def kinds(self) -> list[Any]:
         """Every type an object has."""
@@ -444,6 +455,7 @@ def _walk_tree(c: Cond, test: Test, found: list[tuple[str, Any]], h: Hierarchy) 
     down_get, one_child = h._down  # one_child: the index holds each parent's only row
     kid = h._kid  # a child's column in an edge row
     kinds = h.kinds()
+    sweep = h.sweep()
     other = _Other()
     out: list[Any] = []
     # the seeds' subtrees, without those inside another seed's
@@ -494,31 +506,8 @@ def _walk_tree(c: Cond, test: Test, found: list[tuple[str, Any]], h: Hierarchy) 
             untyped_far = test(other, ax, frozenset(), (other,))
             if not (near or far or untyped_near or untyped_far):
                 continue  # nothing below x is admitted
-            _collect(kids, near, untyped_near, far, untyped_far, types_get, down_get,
-                     one_child, kid, out)
+            sweep.collect(kids, near, untyped_near, far, untyped_far, out)
     return out
-
-
-def _collect(kids: list[Any], near: set[Any], untyped_near: bool, far: set[Any],
-             untyped_far: bool, types_get: Any, down_get: Any, one_child: bool, kid: int,
-             out: list[Any]) -> None:
-    """The admitted descendants of a node (``kids`` its children) with nothing named below
-    it: children whose type is in ``near``, deeper ones whose type is in ``far`` (``kid``:
-    a child's column in an edge row)."""
-    level, ok, untyped = kids, near, untyped_near
-    while level:
-        deeper: list[Any] = []
-        for y in level:
-            row = types_get(y)
-            if (untyped if row is None else row[1] in ok):
-                out.append(y)
-            bucket = down_get(y)
-            if bucket is not None:
-                if one_child:
-                    deeper.append(bucket[kid])
-                else:
-                    deeper.extend(row[kid] for row in bucket)
-        level, ok, untyped = deeper, far, untyped_far
 
 
 def under_chains(c: Cond, h: Hierarchy) -> dict[Any, tuple[Any, ...]]:

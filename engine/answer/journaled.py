@@ -10,8 +10,10 @@ durably; the rule file has to change.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
@@ -160,3 +162,25 @@ def _net(rows: Delta, opposite: Delta, same: Delta) -> None:
                 o.discard(r)
             else:
                 same.setdefault(rel, set()).add(r)
+
+
+def wait(r: Any, revision: int, timeout: float) -> int:
+    """Block until reasoner ``r``'s facts are at ``revision`` or later (``r.sync()`` reads
+    its journal); ``revision-timeout`` after ``timeout`` seconds. Returns the revision."""
+    if revision <= r.revision:
+        return int(r.revision)
+    end = time.monotonic() + timeout
+    pause = 0.0005
+    while True:
+        r.sync()
+        if r.revision >= revision:
+            return int(r.revision)
+        left = end - time.monotonic()
+        if left <= 0:
+            raise GrantlogError([error(
+                "revision-timeout",
+                f"revision {revision} was not reached within {timeout:g} s (at {r.revision})",
+                Span("<api>", 0, 0, 0, 0),
+                "the revision may not exist yet, or this reasoner cannot reach its store")])
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 0.02)

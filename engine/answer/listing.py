@@ -20,6 +20,7 @@ from ..core.results import Answers
 from ..eval import symmetry
 from ..eval.demand import DemandContext
 from . import vocabulary
+from .conditions import conj
 from .filter import Host, residual
 from .hierarchy import Hierarchy, enumerate_admitted
 
@@ -63,7 +64,7 @@ def list_resources(
     if type is not None and roles.type is None:  # types as unary relations: that relation
         type_rel = None
     closure = roles.need("closure", "`list(within=)`") if within is not None else None
-    fast = list_filtered(r, subject, operation, type) if within is None else None
+    fast = list_filtered(r, subject, operation, type, within)
     if fast is not None:  # through the filter: walked down from what it admits
         got = page(sorted_answers(fast[0], fast[1], distinct=True), after, limit)
         return typos(r, rel, (subject, operation, None), type, within, got, strict)
@@ -119,10 +120,15 @@ def typos(r: Host, rel: str, row: tuple[ir.Value | None, ...], type: ir.Value | 
 
 
 def list_filtered(r: Host, subject: str, operation: str, type: str | None,
+                  within: ir.Value | None = None,
                   ) -> tuple[builtins.list[ir.Value], int] | None:
     """``list`` through the decision's filter, when the model's hierarchy is walkable
     (engine/core/hierarchy_roles.py) and the filter bounds the resources: output-sensitive
-    (the subtrees the filter names, not every resource); None otherwise."""
+    (the subtrees the filter names, not every resource); None otherwise. ``within``: the
+    filter and ``under within`` (the hierarchy's closure): the walk starts at ``within``,
+    with what the subject holds above it read once on the way up (engine/answer/hierarchy.py
+    ``enumerate_admitted``), so it costs the subtree and the subject's grants, not the
+    platform."""
     roles = hierarchy_roles(r.program)
     if not roles.walkable or (type is not None and roles.type is None
                               and type not in roles.kinds):
@@ -136,6 +142,8 @@ def list_filtered(r: Host, subject: str, operation: str, type: str | None,
             if err.diagnostics and err.diagnostics[0].code == "filter-unsupported":
                 return None
             raise
+        if within is not None:
+            cond = conj([cond, ("under", within)])
         got = enumerate_admitted(cond, h)
         return None if got is None else (got, r.revision)
 

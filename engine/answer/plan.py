@@ -8,9 +8,10 @@ the lookups it makes, the way goal-directed evaluation does (engine/eval/demand.
   each a scan, an index lookup ``rel(cols)`` on the columns bound by then, or a (membership)
   test, with the variables it binds;
 * each **lookup of a derived relation** it reaches: a materialized relation is an index read
-  (engine/compile/materialize.py); a virtual one is answered on demand — by its rules with the
-  key bound (each rule's body in its chosen order: the same report per step), tabled when it
-  is recursive, by a walk over its edge's index when it is a transitive closure
+  (engine/compile/materialize.py), with the materialization policy's reason unless an
+  annotation (``@materialize``) chose it; a virtual one is answered on demand — by its rules
+  with the key bound (each rule's body in its chosen order: the same report per step), tabled
+  when it is recursive, by a walk over its edge's index when it is a transitive closure
   (engine/core/analyses.py), or from a coarser lookup that statistics say is small;
 * the **closures** recognised, the **indexes** of stored relations read, and, when the
   database holds facts, the **statistics** (rows, distinct values per column) the order was
@@ -24,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..compile.materialize import ANNOTATED, WALKED, reasons
 from ..core import ir
 from ..core.hierarchy_roles import HierarchyRoles, hierarchy_roles
 from ..plan.demand import DemandPlans
@@ -205,6 +207,8 @@ class _Walk:
         self.stored: set[str] = set()
         self.indexes: set[tuple[str, tuple[int, ...]]] = set()
         self.closures: dict[str, str] = {}
+        #: why each relation is materialized, or a closure walked (engine/compile/materialize.py)
+        self.why = reasons(program)
         #: the key of the first lookup shown with these rule orders (others refer to it)
         self.shown: dict[tuple[Any, ...], str] = {}
 
@@ -266,8 +270,9 @@ class _Walk:
         program, plans = self.program, self.plans
         if rel not in program.virtual:
             self.stored.add(rel)
-            if rel in program.derived:
-                self.reached[rel] = "materialized"
+            if rel in program.derived:  # the policy's reason; an annotation shows itself
+                why = self.why.get(rel, ANNOTATED)
+                self.reached[rel] = "materialized" + ("" if why == ANNOTATED else f": {why}")
             if cols and len(cols) < program.relations[rel].arity:
                 self.indexes.add((rel, cols))
             return
@@ -284,7 +289,8 @@ class _Walk:
         if closure is not None:
             self.closures[rel] = closure.edge
         if closure is not None and cols and not has_rows:
-            self.reached[rel] = "on demand: closure walk"
+            self.reached[rel] = "on demand: closure walk" + (
+                f" ({WALKED})" if self.why.get(rel) == WALKED else "")
             if cols in ((0,), (1,)):
                 edge_cols = (closure.edge_column(cols[0]),)
                 self.lookups.append(Lookup(rel, cols, key, f"walk over {closure.edge}"

@@ -9,7 +9,6 @@ none of it.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -19,7 +18,7 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from ..core import arguments, ir, progress
 from ..core.facts import Facts, RowSpans
 from ..core.hierarchy_roles import hierarchy_roles
-from ..core.journal import Entry, Journal, JournalReader, compacted
+from ..core.journal import Entry, Journal, JournalReader, Meta, compacted
 from ..core.results import (
     Answers,
     Change,
@@ -30,20 +29,20 @@ from ..core.results import (
     Transaction,
     Writes,
 )
-from ..eval.database import Database
+from ..eval.database import Database, net_change
 from ..eval.demand import DemandContext, Memo
 from ..eval.incremental import Maintainer, dependents
 from ..eval.seminaive import EvalStats, Evaluator
 from ..plan.demand import DemandPlans
 from ..plan.join import RulePlan
-from ..plan.stats import Statistics
+from ..plan.kept import keep_statistics, kept_statistics, statistics
 from . import filter as filters
-from . import listing, vocabulary
+from . import history, listing, vocabulary
 from .conditions import Cond
 from .decide import Decider, decision_relation
 from .explain import Explanation, Limits, Prover, explain_goal
 from .hierarchy import Hierarchy
-from .journaled import Journaled, pending
+from .journaled import Journaled, pending, wait
 from .query import Goals
 from .residual import Residual, RowFilter
 
@@ -123,8 +122,10 @@ class Reasoner(Writes):
         #: called with the ``Changes`` of every transaction this reasoner applies — its own
         #: and, with a journal, other writers' (under the reasoner's lock: keep them short)
         self.listeners: list[Callable[[Changes], None]] = []
-        #: the journal's facts beside the rule files' (None: no journal)
+        #: the journal's facts beside the rule files' (None: no journal); the planner's
+        #: statistics it keeps (engine/plan/kept.py: no pass over the rows to plan)
         self._journaled: Journaled | None = None
+        self._kept = kept_statistics(journal)
         if journal is not None:
             self._journaled = Journaled(journal, program, self._stored, self._spans)
             rev, rows = journal.snapshot()
@@ -151,8 +152,9 @@ class Reasoner(Writes):
         return self.program.writable_rows(rel, rows)
 
     @contextmanager
-    def transaction(self, watch: Iterable[str] | str = (),
-                    if_revision: int | None = None) -> Iterator[Transaction]:
+    def transaction(self, watch: Iterable[str] | str = (), if_revision: int | None = None,
+                    author: str | None = None, reason: str | None = None,
+                    ticket: str | None = None) -> Iterator[Transaction]:
         """A batch of inserts and retracts applied atomically when the block ends.
 
         >>> with reasoner.transaction() as tx:            # doctest: +SKIP
@@ -170,12 +172,15 @@ class Reasoner(Writes):
         ``if_revision``: a compare-and-set — the transaction applies only if the reasoner is
         at that revision when it commits, else :class:`RevisionConflict` and nothing changes.
         ``tx.revision`` is the revision the transaction made (the current one when it
-        changed nothing).
+        changed nothing). ``author``, ``reason``, ``ticket``: who writes and why, recorded
+        with the transaction by a journal (engine/answer/history.py reads them back).
         """
         names = arguments.relation_names(self.program, watch, if_revision=if_revision)
+        meta = Meta(*(arguments.optional_text(k, v) for k, v in
+                      (("author", author), ("reason", reason), ("ticket", ticket))))
         tx = Transaction(self._rows)
         yield tx
-        tx.changes = self._commit(tx, names | self._watch, if_revision)
+        tx.changes = self._commit(tx, names | self._watch, if_revision, meta)
         tx.revision = tx.changes.revision
 
     def seed(self, rows: Mapping[str, Iterable[ir.Row]], revision: int) -> None:
@@ -200,10 +205,10 @@ class Reasoner(Writes):
             self._advance(revision)
 
     def _commit(self, tx: Transaction, watch: frozenset[str],
-                if_revision: int | None = None) -> Changes:
+                if_revision: int | None = None, meta: Meta | None = None) -> Changes:
         with self._lock:
             if self._journaled is not None:
-                return self._commit_journaled(self._journaled, tx, watch, if_revision)
+                return self._commit_journaled(self._journaled, tx, watch, if_revision, meta)
             if if_revision is not None and if_revision != self.revision:
                 raise RevisionConflict(if_revision, self.revision)
             ins, dels = self._delta(tx.ops)
@@ -212,7 +217,7 @@ class Reasoner(Writes):
             return self._apply(ins, dels, watch, self.revision + 1)
 
     def _commit_journaled(self, j: Journaled, tx: Transaction, watch: frozenset[str],
-                          if_revision: int | None) -> Changes:
+                          if_revision: int | None, meta: Meta | None = None) -> Changes:
         """A transaction written to the journal first (engine/core/journal.py): under the
         journal's lock, catch up with other writers, check ``if_revision``, write the net
         change; once committed, make it visible. A failure leaves memory as it was (apart
@@ -228,7 +233,7 @@ class Reasoner(Writes):
             visible[:] = [(mem_ins, mem_dels), (ins, dels)]
             return ins, dels
 
-        committed = j.journal.append(change)
+        committed = j.journal.append(change, meta)
         if committed is None:
             return Changes({}, self.program.derived, self.revision)
         (mem_ins, mem_dels), (ins, dels) = visible
@@ -244,16 +249,7 @@ class Reasoner(Writes):
     def _delta(self, ops: dict[str, dict[ir.Row, bool]]) -> tuple[Delta, Delta]:
         """The net effect of a transaction's operations on the current base facts: the rows
         it adds and the rows it removes (nothing is changed yet)."""
-        ins: Delta = {}
-        dels: Delta = {}
-        for rel, rows in ops.items():
-            stored = self._stored(rel)
-            for row, present in rows.items():
-                if present and row not in stored:
-                    ins.setdefault(rel, set()).add(row)
-                elif not present and row in stored:
-                    dels.setdefault(rel, set()).add(row)
-        return ins, dels
+        return net_change(ops, self._stored)
 
     def _apply(self, ins: Delta, dels: Delta, watch: frozenset[str],
                revision: int) -> Changes:
@@ -306,24 +302,8 @@ class Reasoner(Writes):
         """Block until the facts are at ``revision`` or later (another thread's or process's
         transaction); ``revision-timeout`` after ``timeout`` seconds (default
         :data:`WAIT_TIMEOUT`). Returns the revision reached."""
-        if arguments.revision(revision, timeout) <= self.revision:
-            return self.revision
-        end = time.monotonic() + (WAIT_TIMEOUT if timeout is None else timeout)
-        pause = 0.0005
-        while True:
-            self.sync()
-            if self.revision >= revision:
-                return self.revision
-            left = end - time.monotonic()
-            if left <= 0:
-                raise GrantlogError([error(
-                    "revision-timeout",
-                    f"revision {revision} was not reached within "
-                    f"{WAIT_TIMEOUT if timeout is None else timeout:g} s (at {self.revision})",
-                    Span("<api>", 0, 0, 0, 0),
-                    "the revision may not exist yet, or this reasoner cannot reach its store")])
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, 0.02)
+        return wait(self, arguments.revision(revision, timeout),
+                    WAIT_TIMEOUT if timeout is None else timeout)
 
     def sync(self) -> int:
         """Apply every transaction other writers committed to the journal since this
@@ -371,6 +351,9 @@ class Reasoner(Writes):
     def close(self) -> None:
         """Release the journal (a reasoner without one holds nothing to release)."""
         if self._journaled is not None:
+            with self._lock:  # what the plans measured, kept for the next reasoner
+                keep_statistics(self._journaled.journal, self._plans.stats,
+                                () if self._db is None else self._db.indexes.keys())
             self._journaled.journal.close()
 
     def _advance(self, revision: int) -> None:
@@ -481,7 +464,7 @@ class Reasoner(Writes):
         last = self._planned_for
         if last is not None and (n <= 2 * last + REPLAN_SLACK and last <= 2 * n + REPLAN_SLACK):
             return
-        self._plans.use(Statistics(self.program, db.full, db.index))
+        self._plans.use(statistics(self.program, db.full, db.index, self._kept))
         self._planned_for = n
         self._decider.replanned()  # its premise functions: from the previous plans' bodies
 
@@ -552,9 +535,12 @@ class Reasoner(Writes):
             ctx = self._context()
             return {r: set(ctx.F[r]) for r in progress.each("relations", names, "relation")}
 
-    def query(self, goal: str, at_least: int | None = None) -> Answers[dict[str, ir.Value]]:
+    @history.asof
+    def query(self, goal: str, at_least: int | None = None, *, at_revision: int | None = None,
+              as_of: object = None) -> Answers[dict[str, ir.Value]]:
         """Every binding of the goal's named variables, sorted (``.revision``: the revision
-        answered at, ``at_least`` or later: see :meth:`wait_for`)."""
+        answered at, ``at_least`` or later: see :meth:`wait_for`). ``at_revision``/``as_of``
+        (also of check, list, who, explain): as it stood then (engine/answer/history.py)."""
         g = self._goals[arguments.goal(goal, at_least)]
         if at_least is not None:
             self.wait_for(at_least)
@@ -603,8 +589,10 @@ class Reasoner(Writes):
                 if r not in self.program.virtual or ctx.full.get(r):
                     ctx.base_index(r, cols)
 
-    def check(self, subject: str, operation: str, resource: str,
-              at_least: int | None = None, strict: bool = False) -> Decision:
+    @history.asof
+    def check(self, subject: str, operation: str, resource: str, at_least: int | None = None,
+              strict: bool = False, *, at_revision: int | None = None,
+              as_of: object = None) -> Decision:
         """Is ``decision(subject, operation, resource)`` true? (``allowed/3`` by convention).
 
         Goal-directed: only what this one question needs is evaluated. ``reasons`` names the
@@ -639,7 +627,9 @@ class Reasoner(Writes):
 
         return Prover(self.program, db.full, ctx, origin)
 
-    def explain(self, goal: str, limits: Limits | None = None) -> Explanation:
+    @history.asof
+    def explain(self, goal: str, limits: Limits | None = None, *,
+                at_revision: int | None = None, as_of: object = None) -> Explanation:
         """Why the goal holds (a proof tree for its first answer), or why it has no answer (a
         why-not tree, within ``limits``); see engine/answer/explain/."""
         g = self._goals[arguments.goal(goal, limits=(limits, Limits))]
@@ -647,10 +637,12 @@ class Reasoner(Writes):
             ctx = self._context()
             return explain_goal(goal, g.rule, g.names, ctx, self.prover(ctx), limits)
 
+    @history.asof
     def list(
         self, subject: str, operation: str, type: str | None = None,
         within: str | None = None, at_least: int | None = None,
-        after: ir.Value | None = None, limit: int | None = None, strict: bool = False,
+        after: ir.Value | None = None, limit: int | None = None, strict: bool = False, *,
+        at_revision: int | None = None, as_of: object = None,
     ) -> Answers[ir.Value]:
         """The resources ``subject`` may perform ``operation`` on, sorted; with ``type``, only
         resources of that type (in the relation declared ``@hierarchy(type)``: the prelude's
@@ -696,8 +688,10 @@ class Reasoner(Writes):
         arguments.question(("subject", "table"), (subject, table), at_least)
         return filters.row_filter(self, subject, table, relation, at_least)
 
-    def who(self, operation: str, resource: str,
-            at_least: int | None = None, strict: bool = False) -> Answers[ir.Value]:
+    @history.asof
+    def who(self, operation: str, resource: str, at_least: int | None = None,
+            strict: bool = False, *, at_revision: int | None = None,
+            as_of: object = None) -> Answers[ir.Value]:
         """The subjects that may perform ``operation`` on ``resource``, sorted."""
         arguments.question(("operation", "resource"), (operation, resource), at_least)
         return listing.who(self, operation, resource, at_least, strict)

@@ -17,7 +17,11 @@ facts in memory only). SpiceDB's datastore interface is the model: ``HeadRevisio
 * catching up (``wait_for``, ``at_least=``, a follower's ``sync()``) reads
   :meth:`~JournalReader.since`; a reasoner further behind than the journal keeps
   (``since`` raises the :data:`COMPACTED` error) reloads the snapshot and applies the
-  difference.
+  difference;
+* history (engine/answer/history.py): a transaction carries who wrote it and why
+  (:class:`Meta`); :meth:`Journal.snapshot_at` gives the facts as they stood at a past
+  revision, :meth:`Journal.revision_at` the revision a moment saw, and
+  :meth:`Journal.policy_at` the program that was in force then (None: the reasoner's own).
 
 The journal holds only the facts written at run time: the program's own facts (the rule
 files') are always visible and never journaled; a journaled fact may also be one of them.
@@ -27,6 +31,7 @@ grantlog/store/journal.py implements the protocol over a SQLite or PostgreSQL st
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from grantlog.grammar.diagnostics import GrantlogError
@@ -40,6 +45,38 @@ COMPACTED = "revision-compacted"
 
 #: a revision and every journaled fact per relation (every relation the journal has)
 Snapshot = tuple[int, Mapping[str, Iterable[ir.Row]]]
+
+
+@dataclass(frozen=True)
+class Meta:
+    """Who wrote a transaction and why, as the journal records it beside its commit time
+    (each None when not given): ``ticket`` is free text (a change request's id, a URL)."""
+
+    author: str | None = None
+    reason: str | None = None
+    ticket: str | None = None
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (self.author, self.reason, self.ticket))
+
+
+class Committed(Protocol):
+    """A committed transaction's record: when, who and why (each None when not given)."""
+
+    @property
+    def revision(self) -> int: ...
+
+    @property
+    def committed_at(self) -> float: ...
+
+    @property
+    def author(self) -> str | None: ...
+
+    @property
+    def reason(self) -> str | None: ...
+
+    @property
+    def ticket(self) -> str | None: ...
 
 
 class Entry(Protocol):
@@ -81,10 +118,36 @@ Change = Callable[[JournalReader], tuple[Delta, Delta]]
 class Journal(JournalReader, Protocol):
     """A durable log of base-fact transactions shared by several writers."""
 
-    def append(self, change: Change) -> int | None:
+    def append(self, change: Change, meta: Meta | None = None) -> int | None:
         """One write transaction: lock the head, call ``change`` with the locked state, write
-        the net change it returns and commit. Returns the new revision (None: ``change``
-        wrote nothing). Nothing is written if ``change`` raises."""
+        the net change it returns (and ``meta``) and commit. Returns the new revision (None:
+        ``change`` wrote nothing). Nothing is written if ``change`` raises."""
+        ...
+
+    def snapshot_at(self, revision: int) -> Snapshot:
+        """Every journaled fact as it stood at ``revision`` (which the result repeats): a
+        ``GrantlogError`` of code :data:`COMPACTED` below the oldest revision kept, of code
+        ``revision-ahead`` above the head."""
+        ...
+
+    def revision_at(self, when: float) -> int:
+        """The last revision committed at or before ``when`` (seconds since the epoch;
+        :data:`COMPACTED` when the journal no longer knows, ``before-history`` when ``when``
+        is before its first transaction)."""
+        ...
+
+    def policy_at(self, revision: int, when: float | None = None) -> ir.Program | None:
+        """The program in force at ``revision`` (and, with ``when``, installed by then);
+        None: the journal keeps no policy of that time (the reasoner's own applies)."""
+        ...
+
+    def policy_revisions(self) -> list[int]:
+        """The revisions at which a policy was installed (each in force from there)."""
+        ...
+
+    def transactions(self, since: int = 0, upto: int | None = None) -> Sequence[Committed]:
+        """The transactions after ``since`` (up to ``upto``) the journal keeps, oldest
+        first, with when they committed and who wrote them and why."""
         ...
 
     def close(self) -> None:
@@ -97,5 +160,5 @@ def compacted(exc: GrantlogError) -> bool:
     return bool(exc.diagnostics) and exc.diagnostics[0].code == COMPACTED
 
 
-__all__ = ["COMPACTED", "Change", "Entry", "Journal", "JournalReader", "Snapshot",
-           "compacted"]
+__all__ = ["COMPACTED", "Change", "Committed", "Entry", "Journal", "JournalReader", "Meta",
+           "Snapshot", "compacted"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 
@@ -166,14 +166,24 @@ class Writes:
                     ) -> AbstractContextManager[Transaction]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
-        """Add base facts to ``rel`` (rows already present are ignored); returns the changes."""
-        with self.transaction() as tx:
+    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]], author: str | None = None,
+               reason: str | None = None, ticket: str | None = None) -> Changes:
+        """Add base facts to ``rel`` (rows already present are ignored); returns the changes.
+        ``author``, ``reason``, ``ticket``: who writes and why (as ``transaction``)."""
+        with self.transaction(**_given(author, reason, ticket)) as tx:
             tx.insert(rel, rows)
         return tx.changes
 
-    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> Changes:
-        """Remove base facts from ``rel`` (rows not present are ignored); returns the changes."""
-        with self.transaction() as tx:
+    def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]], author: str | None = None,
+                reason: str | None = None, ticket: str | None = None) -> Changes:
+        """Remove base facts from ``rel`` (rows not present are ignored); returns the changes.
+        ``author``, ``reason``, ``ticket``: as :meth:`insert`."""
+        with self.transaction(**_given(author, reason, ticket)) as tx:
             tx.retract(rel, rows)
         return tx.changes
+
+
+def _given(author: str | None, reason: str | None, ticket: str | None) -> dict[str, Any]:
+    """The write metadata given, by name (a backend without history takes none)."""
+    meta = {"author": author, "reason": reason, "ticket": ticket}
+    return {k: v for k, v in meta.items() if v is not None}

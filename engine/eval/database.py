@@ -9,12 +9,16 @@ the same kind of annotation).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
+from itertools import filterfalse
 from operator import itemgetter
 from typing import Any
 
-from ..core.index import Index, UniqueIndex, build_index
+from ..core.index import Bucket, Index, UniqueIndex, build_index
 from ..core.ir import Row
+
+#: rows added at once from which an index takes them at C speed (:meth:`Database.add`)
+BULK = 4096
 
 
 def _put(ix: Index, k: Any, row: Row) -> None:
@@ -27,6 +31,48 @@ def _put(ix: Index, k: Any, row: Row) -> None:
     else:
         assert isinstance(bucket, dict)
         bucket[row] = None
+
+
+def _merge(ix: Index, more: Index) -> None:
+    """Add the rows of index ``more`` (built at C speed from new rows, :func:`build_index`)
+    to ``ix``, a key at a time: its buckets are taken over where ``ix`` lacks the key."""
+    unique = type(more) is UniqueIndex
+    get = ix.get
+    for k, got in dict.items(more):
+        value: Any = got  # a unique index's value is the row itself
+        bucket: Bucket = (value,) if unique else value
+        old = get(k)
+        if old is None:
+            ix[k] = bucket
+        elif type(old) is tuple:
+            ix[k] = {old[0]: None, **dict.fromkeys(bucket)}
+        else:
+            assert isinstance(old, dict)
+            old.update(dict.fromkeys(bucket))
+
+
+def net_change(ops: Mapping[str, Mapping[Row, bool]],
+               stored: Callable[[str], Collection[Row]],
+               ) -> tuple[dict[str, set[Row]], dict[str, set[Row]]]:
+    """The net effect of a transaction's operations (per relation, row -> True to insert,
+    False to retract) on the ``stored`` rows of each relation: the rows it adds (absent
+    now) and the rows it removes (present now). A relation's batch of inserts only (a bulk
+    load) is filtered at C speed."""
+    ins: dict[str, set[Row]] = {}
+    dels: dict[str, set[Row]] = {}
+    for rel, rows in ops.items():
+        have = stored(rel)
+        if all(rows.values()):
+            got = set(filterfalse(have.__contains__, rows))
+            if got:
+                ins[rel] = got
+            continue
+        for row, present in rows.items():
+            if present and row not in have:
+                ins.setdefault(rel, set()).add(row)
+            elif not present and row in have:
+                dels.setdefault(rel, set()).add(row)
+    return ins, dels
 
 
 def _key_fn(cols: tuple[int, ...]) -> Callable[[Row], Any]:
@@ -87,14 +133,30 @@ class Database:
                 if ordered is None:
                     ordered = list(rows)
                 self._add_unique(rel, entry, ordered)
+            elif len(rows) >= BULK:
+                _merge(ix, build_index(rows, key))
             else:
                 for row in rows:
                     _put(ix, key(row), row)
 
     def _add_unique(self, rel: str, entry: list[Any], rows: list[Row]) -> None:
         """Add rows to a unique index; at the first key with a second row, replace it by an
-        ordinary index (with the rows so far) and add the rest there."""
+        ordinary index (with the rows so far) and add the rest there. Many rows whose keys
+        are all new (a bulk load into an index the first evaluation made) are added at C
+        speed."""
         key, ix, cols = entry
+        if len(rows) >= BULK:
+            keys = list(map(key, rows))
+            if not any(map(ix.__contains__, keys)):
+                n = len(ix)
+                dict.update(ix, zip(keys, rows, strict=True))
+                if len(ix) == n + len(rows):
+                    return
+                # a key twice among the rows: an ordinary index of all the rows, built anew
+                rebuilt = entry[1] = self.indexes[(rel, cols)] = build_index(self.full[rel],
+                                                                             key)
+                assert type(rebuilt) is not UniqueIndex
+                return
         for i, row in enumerate(rows):
             k = key(row)
             old = dict.get(ix, k)

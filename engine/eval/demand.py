@@ -95,6 +95,10 @@ class DemandContext:
         if rel not in self.virtual:
             if not cols:
                 return self.full[rel]  # type: ignore[no-any-return]
+            if cols == tuple(range(self.arity[rel])):
+                # every column, in order: a membership test of the row, no index built
+                rows = self.full[rel]
+                return {key: rows[key]} if key in rows else {}
             k: Any = key[0] if len(key) == 1 else key
             return self.base_index(rel, cols).get(k, {})  # type: ignore[no-any-return]
         return self.demand(rel, cols, key)

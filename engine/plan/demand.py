@@ -79,8 +79,14 @@ class DemandPlans:
             arity = self.program.relations[rel].arity
             _, fine_work = st.estimate(rel, cols, arity)
             best_work = 2 * fine_work + 4
+            # a column whose value selects the rules (the operation of a decision relation
+            # with one rule per operation) stays in the key: without it every rule would run
+            d = self.calls(rel, cols)
+            keep = cols[d.pos] if d.pos >= 0 else None
             for n in range(1, len(cols)):
                 for sub in itertools.combinations(cols, n):
+                    if keep is not None and keep not in sub:
+                        continue
                     rows, work = st.estimate(rel, sub, arity)
                     if rows <= COARSE_ROWS and work <= best_work:
                         best_work = work

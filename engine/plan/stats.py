@@ -41,6 +41,7 @@ from typing import Any
 
 from ..core import ir
 from ..core.analyses import edge_closure
+from ..core.hierarchy_roles import hierarchy_roles
 from ..core.index import build_index
 from ..core.terms import atom_vars, is_anon
 from .join import greedy
@@ -77,7 +78,8 @@ class Statistics:
         """``full``: the stored relations' rows; ``index``: the database's hash index of a
         relation on some columns, built on first use and kept up to date
         (engine/eval/database.py), which the statistics share (without one, they build
-        their own)."""
+        their own). engine/plan/kept.py fills the memos from measurements kept with a
+        store instead of passes over the rows."""
         self.program = program
         self.full = full
         self._index = index
@@ -105,6 +107,14 @@ class Statistics:
         self.walked = 0
         #: steps of join orders estimated (:meth:`_exhaustive` shares the prefixes)
         self.steps = 0
+        #: the closure walks asked for (the starts; :attr:`_reach` also holds every node
+        #: walked through) and the edge samples drawn: what engine/plan/kept.py keeps
+        self._starts: set[tuple[str, ir.Value]] = set()
+        self._edge_samples: dict[str, list[ir.Row]] = {}
+        #: estimates measured on the rows (not taken from kept ones): a reason to keep them;
+        #: the indexes built from kept ones (engine/plan/kept.py)
+        self.measured = 0
+        self.prewarmed: frozenset[tuple[str, tuple[int, ...]]] = frozenset()
 
     def size(self, rel: str) -> int:
         rows = self.full.get(rel)
@@ -119,6 +129,7 @@ class Statistics:
         k = (rel, col)
         d = self._distinct.get(k)
         if d is None:
+            self.measured += 1
             rows: Any = self.full.get(rel) or ()
             n = len(rows)
             if n <= SAMPLE:
@@ -148,6 +159,9 @@ class Statistics:
         if not cols:
             return float(n)
         if len(cols) == arity:  # a membership test: the chance that the row is there
+            kinds = hierarchy_roles(self.program).kinds
+            if arity == 1 and rel in kinds:  # an object's type as a unary relation (issue 26):
+                return 1.0 / len(kinds)  # one type of several, as ``entity(S, schema)`` is
             f = float(n)
             for c in cols:
                 f /= self.distinct(rel, c)
@@ -169,6 +183,7 @@ class Statistics:
         got = self._weighted.get(k)
         if got is not None:
             return got
+        self.measured += 1
         rows: Any = self.full.get(rel) or ()
         n = len(rows)
         key = itemgetter(*cols)
@@ -301,9 +316,13 @@ class Statistics:
         return (FILTER, up + 1.0)  # a membership test: a walk up from the second column
 
     def _edge_sample(self, edge: str) -> list[ir.Row]:
-        rows: Any = self.full.get(edge) or ()
-        picked = self._sample(edge) if len(rows) > SAMPLE else list(rows)
-        return picked[:GIVEN]
+        got = self._edge_samples.get(edge)
+        if got is None:
+            self.measured += 1
+            rows: Any = self.full.get(edge) or ()
+            picked = self._sample(edge) if len(rows) > SAMPLE else list(rows)
+            got = self._edge_samples[edge] = picked[:GIVEN]
+        return got
 
     def _reached(self, edge: str, start: ir.Value, down: bool) -> int:
         """The nodes below ``start`` over ``edge`` (``down``: from the first column to the
@@ -318,10 +337,14 @@ class Statistics:
         reach = self._reach.setdefault(key, {})
         got = reach.get(start)
         if got is not None:
+            self._starts.add((key, start))  # (an inner node of an earlier walk, maybe)
             return got
         a, b = (0, 1) if down else (1, 0)
         ix = self._index_of(edge, (a,))
+        self._starts.add((key, start))
+        self.measured += 1
         if start not in ix:
+            reach[start] = 0
             return 0
         step = itemgetter(b)
 
@@ -382,6 +405,7 @@ class Statistics:
         k = (rel, consts)
         got = self._rows_with.get(k)
         if got is None:
+            self.measured += 1
             rows: Any = self.full.get(rel) or ()
             got = self._holding(rel, consts)[:GIVEN]  # exact up to SAMPLE rows
             if len(rows) > SAMPLE and len(got) < min(GIVEN, RARE):
@@ -515,10 +539,11 @@ class Statistics:
                 if isinstance(t, ir.Var) and t.name not in b and not is_anon(t):
                     known[t.name] = self._sampled(lit, c)
         if (0.0 < fanout < 1.0 and lit.rel not in self.virtual and atom_vars(lit) <= bound
-                and any(isinstance(t, ir.Const) for t in lit.args)
+                and (any(isinstance(t, ir.Const) for t in lit.args)
+                     or lit.rel in hierarchy_roles(self.program).kinds)
                 and all(_bound(t, b) for t in lit.args)):
-            # a stored category of the key (``entity(S, schema)``): callers ask for keys
-            # that have it, so it filters nothing. Counted as a filter, it discounted a
+            # a stored category of the key (``entity(S, schema)``, or ``schema(S)``): callers
+            # ask for keys that have it, so it filters nothing. Counted as a filter, it discounted a
             # lookup's whole work by the category's share, and a lookup for every user
             # could look as cheap as one user's (depending on the sample drawn)
             fanout = 1.0

@@ -10,6 +10,7 @@ from typing import Any
 from grantlog.engine import compile_program
 from grantlog.grammar.diagnostics import plural
 
+from .history import add_meta, meta
 from .inputs import EXIT_OK, model_file
 
 
@@ -23,7 +24,7 @@ def cmd_import(a: argparse.Namespace) -> int:
         program = compile_program(None, [model_file("gravitino")])
         st = open_store(a.store, program, create=a.create)
         try:
-            with st.writing() as w:
+            with st.writing(meta(a)) as w:
                 added = sum(w.load(rel, [tuple(r) for r in rows])
                             for rel, rows in sorted(facts.items()))
         finally:
@@ -58,4 +59,5 @@ def add_parser(sub: Any) -> None:
                     help="write the facts into this store (one transaction) instead of stdout")
     ip.add_argument("--create", action="store_true",
                     help="create the --store if it does not exist (else: store-not-found)")
+    add_meta(ip)
     ip.set_defaults(fn=cmd_import)

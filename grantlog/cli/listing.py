@@ -10,6 +10,7 @@ from grantlog.engine.answer.vocabulary import to_json
 from grantlog.engine.core import progress
 from grantlog.grammar.diagnostics import GrantlogError, error
 
+from .history import add_at, at
 from .inputs import (
     COMMAND_LINE,
     EXIT_OK,
@@ -27,7 +28,7 @@ def cmd_list(a: argparse.Namespace) -> int:
     files, subject, operation = a.files, a.subject, a.operation
     r = load(a, files)
     with progress.task("listing"):  # the first read evaluates and plans: it may take long
-        found = r.list(subject, operation, a.type, a.within, strict=a.strict)
+        found = r.list(subject, operation, a.type, a.within, strict=a.strict, **at(a))
     warn(found.warnings)
     return print_values(a, found)
 
@@ -36,7 +37,7 @@ def cmd_who(a: argparse.Namespace) -> int:
     files, operation, resource = a.files, a.operation, a.resource
     r = load(a, files)
     with progress.task("listing"):
-        found = r.who(operation, resource, strict=a.strict)
+        found = r.who(operation, resource, strict=a.strict, **at(a))
     warn(found.warnings)
     return print_values(a, found)
 
@@ -100,6 +101,7 @@ def add_parser(sub: Any) -> None:
     sp.add_argument("--within", "-w", metavar="CONTAINER",
                     help="only CONTAINER and the resources below it "
                          "(ancestor_or_self(CONTAINER, resource))")
+    add_at(sp)
     sp.set_defaults(fn=cmd_list)
 
     # `filter --rows TABLE` takes one positional fewer (no OPERATION): one list, read by cmd_filter
@@ -129,4 +131,5 @@ def add_parser(sub: Any) -> None:
 
     sp = add_command(sub, "who", "the subjects that may perform OPERATION on RESOURCE",
                      inputs=True, args=("OPERATION", "RESOURCE"), json=True)
+    add_at(sp)
     sp.set_defaults(fn=cmd_who)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -10,7 +11,6 @@ from typing import Any
 from grantlog.engine.core import progress
 from grantlog.grammar.diagnostics import GrantlogError
 
-from . import authoring, diff, interop, listing, plan, rules
 from .inputs import EXIT_INTERNAL, EXIT_OK, EXIT_USER, out
 from .parser import Parser, autocomplete, completion_script
 
@@ -22,21 +22,47 @@ EPILOG = "Exit codes: 0 success (allowed, answers found); 1 a negative answer (d
 SHELLS = ("bash", "zsh", "fish")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from grantlog.service.cli import add_parser as add_serve_parser
-    from grantlog.service.replay import add_parser as add_logs_parser
-    from grantlog.spark_bridge.cli import add_parser as add_spark_parser
-    from grantlog.store.cli import add_parser as add_store_parser
+#: the modules that register each command group (``add_parser(sub)``), in the order
+#: ``grantlog -h`` lists them; "" is this module (``completion``)
+GROUPS = (
+    "grantlog.cli.rules", "grantlog.cli.authoring", "grantlog.cli.listing",
+    "grantlog.cli.interop", "grantlog.spark_bridge.cli", "grantlog.store.cli",
+    "grantlog.service.cli", "grantlog.service.replay", "grantlog.cli.diff", "grantlog.cli.plan",
+    "grantlog.cli.history", "grantlog.explorer.cli", "",
+)
+#: which group registers each command: a command line naming one builds (and imports) that
+#: group's parsers only, not the service's, the store's or Spark's (tests/test_cli_startup.py
+#: checks the table against the groups)
+COMMANDS = {
+    **dict.fromkeys(("eval", "query", "explain", "check"), "grantlog.cli.rules"),
+    **dict.fromkeys(("test", "fmt", "lint", "lsp", "models"), "grantlog.cli.authoring"),
+    **dict.fromkeys(("list", "filter", "who"), "grantlog.cli.listing"),
+    "import": "grantlog.cli.interop", "spark": "grantlog.spark_bridge.cli",
+    "store": "grantlog.store.cli", "serve": "grantlog.service.cli",
+    "logs": "grantlog.service.replay", "diff": "grantlog.cli.diff", "plan": "grantlog.cli.plan",
+    "history": "grantlog.cli.history", "explore": "grantlog.explorer.cli", "completion": "",
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``command`` (a name in :data:`COMMANDS`), only the group
+    that registers it: what parsing that command's arguments needs."""
+    import importlib
 
     p = Parser(prog="grantlog", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--version", action="version", version="grantlog 0.1.0",
                    help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (rules.add_parser, authoring.add_parser, listing.add_parser,
-                interop.add_parser, add_spark_parser, add_store_parser, add_serve_parser,
-                add_logs_parser, diff.add_parser, plan.add_parser, add_completion_parser):
+    for group in (GROUPS if command not in COMMANDS else (COMMANDS[command],)):
+        add = importlib.import_module(group).add_parser if group else add_completion_parser
         add(sub)
     return p
+
+
+def chosen(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names when it starts with one (no option before it: ``-h``,
+    ``--version``), else None (the whole parser answers)."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
 
 
 def add_completion_parser(sub: Any) -> None:
@@ -55,10 +81,11 @@ def cmd_completion(a: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    if argv is None:
-        autocomplete(parser)  # a shell asking for completions (argcomplete): answers, exits
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    words = list(sys.argv[1:] if argv is None else argv)
+    if argv is None and "_ARGCOMPLETE" in os.environ:
+        # a shell asking for completions (argcomplete): answers from the whole parser, exits
+        autocomplete(build_parser())
+    args = build_parser(chosen(words)).parse_args(words)
     try:
         # commands that compile rules take --progress / --quiet (inputs.add_progress); the
         # others (serve, fmt, ...) show none

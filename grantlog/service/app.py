@@ -106,6 +106,7 @@ ROUTES = (
     ("/v1/write", writes.write, "POST"),
     ("/v1/watch", writes.watch, "GET"),
     ("/v1/relations/{rel}", reads.relation_rows, "GET"),
+    ("/v1/data", decide.opa_data, "POST"),  # OPA's root document: a path of its own
     ("/v1/data/{path:path}", decide.opa_data, "POST"),
     ("/v1/policy", writes.get_policy, "GET"),
     ("/v1/policy", writes.put_policy, "PUT"),
@@ -126,6 +127,9 @@ def create_app(config: Config) -> FastCheck:
     gc.freeze()
     app = Starlette(routes=[Route(path, fn, methods=[method]) for path, fn, method in ROUTES],
                     exception_handlers={404: not_found, 405: not_found})
+    # no 307 to the path with a slash added: every route is answered where it is asked (an
+    # unauthenticated redirect would answer before the token is checked)
+    app.router.redirect_slashes = False
     app.state.service = service
     return FastCheck(app, service)
 

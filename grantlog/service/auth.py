@@ -1,7 +1,9 @@
 """Bearer tokens with scopes: ``check`` (reads), ``write`` (facts), ``admin`` (the policy).
 
-Tokens come from ``--tokens FILE`` (one ``TOKEN SCOPE[,SCOPE...]`` per line; ``#`` starts a
-comment) or the environment variable ``GRANTLOG_TOKENS`` (the same lines, separated by ``;``).
+Tokens come from ``--tokens FILE`` (one ``TOKEN SCOPE[,SCOPE...] [name=NAME]`` per line:
+a write with a named token records NAME as its author unless the request names one; ``#``
+starts a comment) or the environment variable ``GRANTLOG_TOKENS`` (the same lines,
+separated by ``;``).
 Without tokens, reads are open and writes are refused (403) unless unauthenticated writes were
 allowed for local development; admin operations (``PUT /v1/policy``) are refused without tokens,
 whatever the flags say. A tokens file that holds no token is an error (the server would
@@ -30,6 +32,19 @@ class Tokens:
 
     scopes: tuple[tuple[bytes, frozenset[str]], ...] = ()
     allow_unauthenticated_writes: bool = False
+    #: token -> its ``name=`` (the author of its writes)
+    names: tuple[tuple[bytes, str], ...] = ()
+
+    def name(self, header: str | None) -> str | None:
+        """The name of the request's bearer token (None: no token, or one without a name);
+        every named token compared in constant time."""
+        _, _, credentials = (header or "").strip().partition(" ")
+        given = credentials.strip().encode("latin-1", "replace")
+        found = None
+        for token, name in self.names:
+            if hmac.compare_digest(token, given):
+                found = name
+        return found if given else None
 
     @property
     def enabled(self) -> bool:
@@ -73,7 +88,7 @@ def parse(text: str, where: str) -> list[tuple[bytes, frozenset[str]]]:
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        parts = line.split()
+        parts = [p for p in line.split() if not p.startswith("name=")]
         scopes = frozenset(s for p in parts[1:] for s in p.split(",") if s)
         bad = sorted(scopes - set(SCOPES))
         if len(parts) < 2 or bad or len(parts[0]) < 16:
@@ -86,17 +101,30 @@ def parse(text: str, where: str) -> list[tuple[bytes, frozenset[str]]]:
     return out
 
 
+def names(text: str) -> list[tuple[bytes, str]]:
+    """The ``name=NAME`` of each token of ``text`` (checked by :func:`parse`) that has one."""
+    out: list[tuple[bytes, str]] = []
+    for raw in text.replace(";", "\n").splitlines():
+        parts = raw.split("#", 1)[0].split()
+        for p in parts[1:]:
+            if p.startswith("name=") and len(p) > 5:
+                out.append((parts[0].encode(), p[5:]))
+    return out
+
+
 def load(path: str | None, allow_unauthenticated_writes: bool = False,
          warn: Callable[[str], object] | None = None) -> Tokens:
     """The tokens of ``path`` and of ``$GRANTLOG_TOKENS``. A file or a variable that holds no
     token is an error (``no-tokens``): running without authentication must be asked for by
     giving neither. ``warn`` hears of a tokens file that other users may read."""
     entries: list[tuple[bytes, frozenset[str]]] = []
+    named: list[tuple[bytes, str]] = []
     if path:
         try:
             with open(path, encoding="utf-8") as f:
                 mode = os.fstat(f.fileno()).st_mode
-                found = parse(f.read(), path)
+                text = f.read()
+                found = parse(text, path)
         except OSError as exc:
             raise GrantlogError([error("file-not-found", f"cannot read `{path}`: "
                                        f"{(exc.strerror or str(exc)).lower()}",
@@ -106,6 +134,7 @@ def load(path: str | None, allow_unauthenticated_writes: bool = False,
                                        Span(path, 0, 0, 0, 0))]) from None
         if not found:
             raise _empty(path, "the file")
+        named += names(text)
         if mode & (stat.S_IRGRP | stat.S_IROTH | stat.S_IWGRP | stat.S_IWOTH) and warn:
             warn(f"warning: the tokens file `{path}` may be read by other users "
                  f"(mode {stat.S_IMODE(mode):o}); `chmod 600 {path}`")
@@ -116,7 +145,8 @@ def load(path: str | None, allow_unauthenticated_writes: bool = False,
         if not found:
             raise _empty("$GRANTLOG_TOKENS", "the variable")
         entries += found
-    return Tokens(tuple(entries), allow_unauthenticated_writes)
+        named += names(env)
+    return Tokens(tuple(entries), allow_unauthenticated_writes, tuple(named))
 
 
 def _empty(where: str, what: str) -> GrantlogError:

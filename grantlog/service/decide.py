@@ -3,7 +3,8 @@ the framework-free fast path of ``/v1/check`` (:class:`FastCheck`).
 
 Decisions are answered in the worker itself (a check is a point query: microseconds), failing
 closed: an error while deciding is a deny carrying the error. An explanation asked with a check
-is a read, answered in a snapshot (grantlog/service/snapshots.py).
+is a read, answered in a snapshot (grantlog/service/snapshots.py); so is a check of the past
+(``at_revision`` or ``as_of``: :func:`past_checks`).
 """
 
 from __future__ import annotations
@@ -69,16 +70,43 @@ def strict_unknown(answers: list[dict[str, Any]], strict: bool) -> None:
                                  [error(CODE, w["message"], here("<request>"), w["help"])])
 
 
+async def past_checks(svc: Service, triples: list[tuple[str, str, str]],
+                      moment: dict[str, Any], batch: bool,
+                      ) -> tuple[dict[str, Any] | None, Response]:
+    """Checks at a past revision or time: a read, answered in a snapshot (the past reasoner
+    is built from the store there, not in the worker). The answer's body, or None and the
+    error response (a moment the store cannot answer at)."""
+    response = await reads._run(svc, None, {}, None, reads.render_check, triples=triples,
+                                moment=moment, batch=batch)
+    if response.status_code != 200:
+        return None, response
+    body = orjson.loads(response.body)
+    for x in body["results"] if batch else [body]:
+        svc.metrics.decided["error" if "error" in x else "allow" if x["allowed"]
+                            else "deny"].inc()
+    return dict(body), response
+
+
 @endpoint("check", "check")
 async def check(svc: Service, request: Request) -> Response:
-    """POST /v1/check {subject, operation, resource, at_least_revision?, explain?, strict?}"""
+    """POST /v1/check {subject, operation, resource, at_least_revision?, explain?, strict?,
+    at_revision?, as_of?}"""
     data = await svc.body(request)
     s, o, r = (get_str(data, k) for k in ("subject", "operation", "resource"))
     assert s is not None and o is not None and r is not None
     at_least = get_int(data, "at_least_revision")
     strict = get_strict(data, svc.config.strict)
+    moment = reads.when(data)
     t0 = time.perf_counter()
-    if (at_least is not None and at_least > svc.reasoner.revision) or data.get("explain"):
+    if moment:
+        past, failed = await past_checks(svc, [(s, o, r)], moment, False)
+        if past is None:
+            return failed
+        out = past
+        if data.get("explain"):
+            goal = ir.show_atom(svc.decision, (s, o, r))
+            out["explanation"] = await reads.explanation(svc, goal, moment)
+    elif (at_least is not None and at_least > svc.reasoner.revision) or data.get("explain"):
         out = await run_in_threadpool(answer_check, svc, s, o, r, at_least)
         if data.get("explain"):
             goal = ir.show_atom(svc.decision, (s, o, r))
@@ -88,7 +116,7 @@ async def check(svc: Service, request: Request) -> Response:
     strict_unknown([out], strict)
     if svc.dlog is not None:
         svc.dlog.log("check", svc.dlog.request_id(request.headers),
-                     {"subject": s, "operation": o, "resource": r},
+                     {"subject": s, "operation": o, "resource": r, **moment},
                      {k: v for k, v in out.items() if k != "explanation"}, t0,
                      out["revision"])
     return JSON(out)
@@ -97,7 +125,7 @@ async def check(svc: Service, request: Request) -> Response:
 @endpoint("check_batch", "check")
 async def check_batch(svc: Service, request: Request) -> Response:
     """POST /v1/check/batch {checks: [{subject, operation, resource}...], at_least_revision?,
-    strict?}"""
+    strict?, at_revision?, as_of?}"""
     data = await svc.body(request)
     checks = data.get("checks")
     if not isinstance(checks, list):
@@ -114,6 +142,20 @@ async def check_batch(svc: Service, request: Request) -> Response:
         triples.append((c["subject"], c["operation"], c["resource"]))
     at_least = get_int(data, "at_least_revision")
     strict = get_strict(data, svc.config.strict)
+    moment = reads.when(data)
+    if moment:
+        t0 = time.perf_counter()
+        past, failed = await past_checks(svc, triples, moment, True)
+        if past is None:
+            return failed
+        strict_unknown(past["results"], strict)
+        if svc.dlog is not None:
+            rid = svc.dlog.request_id(request.headers)
+            for i, ((s, o, r), x) in enumerate(zip(triples, past["results"], strict=True)):
+                svc.dlog.log("check_batch", f"{rid}/{i}", {"subject": s, "operation": o,
+                                                           "resource": r, **moment}, x, t0,
+                             past["revision"])
+        return JSON(past)
 
     def run() -> dict[str, Any]:
         if at_least is not None:
@@ -139,7 +181,7 @@ async def opa_data(svc: Service, request: Request) -> Response:
     """POST /v1/data/{path} {input}: OPA's Data API for the mapped platforms (docs/opa.md):
     ``{"result": ...}`` as the platform's plugin parses it, ``reason`` with a deny's why-not,
     ``decision_id`` (the decision log's request id)."""
-    path = request.path_params["path"].strip("/")
+    path = request.path_params.get("path", "").strip("/")
     got = svc.opa.get(path)
     if got is None:
         raise BadRequest(404, "not-found", f"no mapping serves the Data API path `{path}` "

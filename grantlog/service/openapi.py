@@ -18,6 +18,16 @@ _WARNINGS = {"type": "array", "items": {"type": "object", "required": ["code", "
 _STRICT = {"type": "boolean", "default": False,
            "description": "a constant no rule, declaration or fact mentions is a 422 "
                           "`unknown-constant` instead of a warning"}
+#: a question about the past (docs/history.md): answered as the store's facts and policy stood
+#: at a revision or a time
+_AT = {"at_revision": {**_REV, "description": "answer as of this revision (not with `as_of`)"},
+       "as_of": {"type": ["string", "number"],
+                 "description": "answer as of this time (ISO 8601, a date being its midnight "
+                                "UTC, or seconds since the epoch): the last revision "
+                                "committed by then"}}
+_META = {"author": {**_STR, "description": "who writes (default: the token's `name=`)"},
+         "reason": {**_STR, "description": "why"},
+         "ticket": {**_STR, "description": "a change request or ticket, free text"}}
 _DECISION = {"type": "object", "required": ["allowed", "reasons", "revision"], "properties": {
     "allowed": {"type": "boolean"}, "reasons": {"type": "array", "items": _STR},
     "revision": _REV, "error": {"type": "object"}, "explanation": {"type": "object"},
@@ -65,7 +75,8 @@ def _json(schema: dict[str, Any], what: str = "ok") -> dict[str, Any]:
 
 def document() -> dict[str, Any]:
     check = {"subject": _STR, "operation": _STR, "resource": _STR,
-             "at_least_revision": _REV, "explain": {"type": "boolean"}, "strict": _STRICT}
+             "at_least_revision": _REV, "explain": {"type": "boolean"}, "strict": _STRICT,
+             **_AT}
     return {
         "openapi": "3.1.0",
         "info": {"title": "grantlog decision service", "version": "1",
@@ -78,7 +89,7 @@ def document() -> dict[str, Any]:
             "/v1/check/batch": _post(
                 "up to 10,000 decisions", ["checks"],
                 {"checks": {"type": "array", "items": {"type": "object", "properties": check}},
-                 "at_least_revision": _REV, "strict": _STRICT},
+                 "at_least_revision": _REV, "strict": _STRICT, **_AT},
                 _json({"type": "object", "properties": {
                     "results": {"type": "array", "items": _DECISION}, "revision": _REV}})),
             "/v1/list": _post("resources a subject may use an operation on",
@@ -86,12 +97,12 @@ def document() -> dict[str, Any]:
                               {"subject": _STR, "operation": _STR, "type": _STR,
                                "within": _STR, "at_least_revision": _REV,
                                "limit": {"type": "integer"}, "cursor": _STR,
-                               "strict": _STRICT}, _ANSWERS),
+                               "strict": _STRICT, **_AT}, _ANSWERS),
             "/v1/who": _post("subjects that may use an operation on a resource",
                              ["operation", "resource"],
                              {"operation": _STR, "resource": _STR, "at_least_revision": _REV,
                               "limit": {"type": "integer"}, "cursor": _STR,
-                              "strict": _STRICT}, _ANSWERS),
+                              "strict": _STRICT, **_AT}, _ANSWERS),
             "/v1/filter": _post(
                 "the condition a resource must meet (a data filter), as JSON and SQL",
                 ["subject", "operation"],
@@ -113,15 +124,16 @@ def document() -> dict[str, Any]:
             "/v1/explain": _post("why (a proof) or why not", ["goal"],
                                  {"goal": _STR, "format": {"enum": ["json", "text", "dot",
                                                                     "mermaid"]},
-                                  "at_least_revision": _REV}, _json({"type": "object"})),
+                                  "at_least_revision": _REV, **_AT},
+                                 _json({"type": "object"})),
             "/v1/query": _post("answers to a goal in the rule language", ["goal"],
                                {"goal": _STR, "at_least_revision": _REV,
-                                "limit": {"type": "integer"}, "cursor": _STR},
+                                "limit": {"type": "integer"}, "cursor": _STR, **_AT},
                                _json({"type": "object"})),
             "/v1/write": _post("insert and retract base facts as one transaction", [],
                                {"insert": {"type": "object"}, "retract": {"type": "object"},
                                 "if_revision": _REV,
-                                "watch": {"type": "array", "items": _STR}},
+                                "watch": {"type": "array", "items": _STR}, **_META},
                                _json({"type": "object", "properties": {
                                    "revision": _REV, "changes": {"type": "object"}}}),
                                scope="write"),

@@ -8,6 +8,10 @@ Every read is bounded: in time and memory by its snapshot, in rows here — an a
 paged (``limit`` and ``cursor``: the ``next_cursor`` of the previous page) or, unpaged, at most
 ``max_rows`` answers (more is ``422 too-large``, saying how to page). A read's body may ask a
 shorter deadline than the server's: ``timeout_ms``.
+
+A read (and a check) may ask about the past: ``at_revision`` (a number) or ``as_of`` (an ISO
+8601 time), answered as the store's facts and policy stood then (engine/answer/history.py;
+docs/history.md) in a snapshot, like every read, and saying the revision it is of.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from grantlog.engine.answer import history
+from grantlog.engine.answer.decide import decide_or_deny
 from grantlog.engine.answer.vocabulary import to_json
 from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
@@ -85,23 +91,66 @@ def _answers(values: list[Any], revision: int, key: str, paged: bool, after: Any
     return 200, NDJSON, lines(), {"size": len(values), "revision": revision}
 
 
+def when(data: dict[str, Any]) -> dict[str, Any]:
+    """A question's moment: ``at_revision`` or ``as_of`` (an ISO 8601 time, or seconds since
+    the epoch), as keyword arguments of the Reasoner's questions (none: now)."""
+    rev, as_of = get_int(data, "at_revision"), data.get("as_of")
+    if as_of is not None and (isinstance(as_of, bool) or
+                              not isinstance(as_of, str | int | float)):
+        raise BadRequest(422, "bad-request", "`as_of` must be an ISO 8601 time or a number "
+                         "of seconds since the epoch")
+    if rev is not None and as_of is not None:
+        raise BadRequest(422, "bad-request", "give `at_revision` or `as_of`, not both")
+    return {"at_revision": rev} if rev is not None else \
+        {"as_of": as_of} if as_of is not None else {}
+
+
+def _at(r: Any, moment: dict[str, Any] | None) -> Any:
+    """The reasoner that answers at ``moment`` (:func:`when`): ``r`` itself, or the read-only
+    reasoner of that past revision."""
+    if not moment:
+        return r
+    return history.past(r, moment.get("at_revision"), moment.get("as_of"))
+
+
 # -- what the snapshots run (module-level functions: they travel by name) -----------------------
 
+def render_check(r: Any, triples: list[tuple[str, str, str]], moment: dict[str, Any],
+                 batch: bool) -> Rendered:
+    """Checks at a past moment (failing closed as every check: an error while deciding is a
+    deny carrying it; a moment the store cannot answer at is an error)."""
+    r = _at(r, moment)
+    results: list[dict[str, Any]] = []
+    for s, o, x in triples:
+        d, failure = decide_or_deny(r, s, o, x)
+        out: dict[str, Any] = {"allowed": d.allowed, "reasons": list(d.reasons)}
+        if failure is not None:
+            out["error"] = {"code": failure.code, "message": failure.message}
+        elif d.warnings:
+            out["warnings"] = to_json(d.warnings)
+        results.append(out if batch else out | {"revision": r.revision})
+    body = orjson.dumps({"results": results, "revision": r.revision} if batch else results[0])
+    return 200, JSON_TYPE, [body], {"size": len(results), "revision": r.revision}
+
+
 def render_list(r: Any, subject: str, operation: str, type: str | None, within: str | None,
-                strict: bool = False, **page: Any) -> Rendered:
+                strict: bool = False, moment: dict[str, Any] | None = None,
+                **page: Any) -> Rendered:
+    r = _at(r, moment)
     got = r.list(subject, operation, type, within, strict=strict)
     return _answers(list(got), got.revision, "resource", **page, warnings=got.warnings)
 
 
 def render_who(r: Any, operation: str, resource: str, strict: bool = False,
-               **page: Any) -> Rendered:
+               moment: dict[str, Any] | None = None, **page: Any) -> Rendered:
+    r = _at(r, moment)
     got = r.who(operation, resource, strict=strict)
     return _answers(list(got), got.revision, "subject", **page, warnings=got.warnings)
 
 
 def render_query(r: Any, goal: str, paged: bool, after: Any, limit: int | None,
-                 max_rows: int, chunk: int) -> Rendered:
-    got = r.query(goal)
+                 max_rows: int, chunk: int, moment: dict[str, Any] | None = None) -> Rendered:
+    got = _at(r, moment).query(goal)
     answers = list(got)
     names = list(answers[0]) if answers else []
     if paged:
@@ -118,7 +167,9 @@ def render_query(r: Any, goal: str, paged: bool, after: Any, limit: int | None,
         {"size": len(answers), "revision": got.revision}
 
 
-def render_explain(r: Any, goal: str, fmt: str) -> Rendered:
+def render_explain(r: Any, goal: str, fmt: str,
+                   moment: dict[str, Any] | None = None) -> Rendered:
+    r = _at(r, moment)
     ex = r.explain(goal)
     revision = r.revision
     if fmt == "json":
@@ -195,9 +246,10 @@ def _paging(svc: Service, data: dict[str, Any], scalar: bool) -> dict[str, Any]:
             "max_rows": svc.config.max_rows, "chunk": svc.config.chunk}
 
 
-async def explanation(svc: Service, goal: str) -> Any:
-    """A check's explanation tree, made in a snapshot."""
-    response = await _run(svc, None, {}, None, render_explain, goal=goal, fmt="tree")
+async def explanation(svc: Service, goal: str, moment: dict[str, Any] | None = None) -> Any:
+    """A check's explanation tree, made in a snapshot (at ``moment``: :func:`when`)."""
+    response = await _run(svc, None, {}, None, render_explain, goal=goal, fmt="tree",
+                          moment=moment)
     if response.status_code != 200:
         raise BadRequest(response.status_code, "explain-failed",
                          orjson.loads(response.body)["error"]["message"])
@@ -207,55 +259,62 @@ async def explanation(svc: Service, goal: str) -> Any:
 @endpoint("list", "check")
 async def list_(svc: Service, request: Request) -> Response:
     """POST /v1/list {subject, operation, type?, within?, at_least_revision?, limit?, cursor?,
-    strict?}"""
+    strict?, at_revision?, as_of?}"""
     data = await svc.body(request)
     s, o = get_str(data, "subject"), get_str(data, "operation")
     typ, within = get_str(data, "type", False), get_str(data, "within", False)
     paging = _paging(svc, data, True)
+    moment = when(data)
     asked = {"subject": s, "operation": o, "type": typ, "within": within,
              "limit": paging["limit"], "cursor": data.get("cursor"),
-             "timeout_ms": data.get("timeout_ms")}
+             "timeout_ms": data.get("timeout_ms"), **moment}
     return await _run(svc, request, asked, get_int(data, "at_least_revision"), render_list,
                       subject=s, operation=o, type=typ, within=within,
-                      strict=get_strict(data, svc.config.strict), **paging)
+                      strict=get_strict(data, svc.config.strict), moment=moment, **paging)
 
 
 @endpoint("who", "check")
 async def who(svc: Service, request: Request) -> Response:
-    """POST /v1/who {operation, resource, at_least_revision?, limit?, cursor?, strict?}"""
+    """POST /v1/who {operation, resource, at_least_revision?, limit?, cursor?, strict?,
+    at_revision?, as_of?}"""
     data = await svc.body(request)
     o, r = get_str(data, "operation"), get_str(data, "resource")
     paging = _paging(svc, data, True)
+    moment = when(data)
     asked = {"operation": o, "resource": r, "limit": paging["limit"],
-             "cursor": data.get("cursor"), "timeout_ms": data.get("timeout_ms")}
+             "cursor": data.get("cursor"), "timeout_ms": data.get("timeout_ms"), **moment}
     return await _run(svc, request, asked, get_int(data, "at_least_revision"), render_who,
                       operation=o, resource=r, strict=get_strict(data, svc.config.strict),
-                      **paging)
+                      moment=moment, **paging)
 
 
 @endpoint("query", "check")
 async def query(svc: Service, request: Request) -> Response:
-    """POST /v1/query {goal, at_least_revision?, limit?, cursor?}"""
+    """POST /v1/query {goal, at_least_revision?, limit?, cursor?, at_revision?, as_of?}"""
     data = await svc.body(request)
     goal = get_str(data, "goal")
     paging = _paging(svc, data, False)
+    moment = when(data)
     asked = {"goal": goal, "limit": paging["limit"], "cursor": data.get("cursor"),
-             "timeout_ms": data.get("timeout_ms")}
+             "timeout_ms": data.get("timeout_ms"), **moment}
     return await _run(svc, request, asked, get_int(data, "at_least_revision"), render_query,
-                      goal=goal, **paging)
+                      goal=goal, moment=moment, **paging)
 
 
 @endpoint("explain", "check")
 async def explain(svc: Service, request: Request) -> Response:
-    """POST /v1/explain {goal, format?: json|text|dot|mermaid, at_least_revision?}"""
+    """POST /v1/explain {goal, format?: json|text|dot|mermaid, at_least_revision?,
+    at_revision?, as_of?}"""
     data = await svc.body(request)
     goal = get_str(data, "goal")
     fmt = data.get("format", "json")
     if fmt not in ("json", "text", "dot", "mermaid"):
         raise BadRequest(422, "bad-request", "`format` is one of json, text, dot, mermaid")
+    moment = when(data)
     return await _run(svc, request, {"goal": goal, "format": fmt,
-                                     "timeout_ms": data.get("timeout_ms")},
-                      get_int(data, "at_least_revision"), render_explain, goal=goal, fmt=fmt)
+                                     "timeout_ms": data.get("timeout_ms"), **moment},
+                      get_int(data, "at_least_revision"), render_explain, goal=goal, fmt=fmt,
+                      moment=moment)
 
 
 @endpoint("filter", "check")

@@ -35,8 +35,13 @@ def _rows(data: dict[str, Any], key: str) -> dict[str, list[tuple[Any, ...]]]:
 
 @endpoint("write", "write")
 async def write(svc: Service, request: Request) -> Response:
-    """POST /v1/write {insert?: {rel: [rows]}, retract?: {...}, if_revision?, watch?: [rel]}"""
+    """POST /v1/write {insert?: {rel: [rows]}, retract?: {...}, if_revision?, watch?: [rel],
+    author?, reason?, ticket?}: ``author`` defaults to the token's ``name=`` (auth.py); the
+    three are recorded with the transaction (docs/history.md)"""
     data = await svc.body(request)
+    meta = {k: get_str(data, k, False) for k in ("author", "reason", "ticket")}
+    if meta["author"] is None:
+        meta["author"] = svc.tokens.name(request.headers.get("authorization"))
     ins, dels = _rows(data, "insert"), _rows(data, "retract")
     if_revision = get_int(data, "if_revision")
     watch = data.get("watch", svc.watched)
@@ -44,8 +49,8 @@ async def write(svc: Service, request: Request) -> Response:
         raise BadRequest(422, "bad-request", "`watch` must be a list of relation names")
 
     def run() -> dict[str, Any]:
-        with svc.write_gate, svc.reasoner.transaction(watch=watch,
-                                                      if_revision=if_revision) as tx:
+        with svc.write_gate, svc.reasoner.transaction(watch=watch, if_revision=if_revision,
+                                                      **meta) as tx:
             for rel, rows in dels.items():
                 tx.retract(rel, rows)
             for rel, rows in ins.items():

@@ -11,10 +11,12 @@ Tables (``T`` is a relation's table, grantlog/store/schema.py):
 * ``rel_<relation>``: the base facts, a primary key over all columns.
 * ``grantlog_log(revision, relation, sign, row)``: append-only, one row per fact a transaction
   added (+1) or removed (-1), net; ``row`` is the fact's values as a JSON array.
-* ``grantlog_revisions(revision, committed_at, added, removed, digest)``: one row per
-  transaction; ``digest`` the checksum of its log rows (grantlog/store/digest.py), NULL for a
-  bulk load above :data:`CHECKSUM_LOAD_MAX` facts and for revisions written before
-  checksums were kept.
+* ``grantlog_revisions(revision, committed_at, added, removed, digest, author, reason,
+  ticket)``: one row per transaction; ``digest`` the checksum of its log rows
+  (grantlog/store/digest.py), NULL for a bulk load above :data:`CHECKSUM_LOAD_MAX` facts and
+  for revisions written before checksums were kept; ``author``, ``reason``, ``ticket``: who
+  wrote it and why, when the writer said (NULL otherwise; grantlog/store/history.py reads
+  them, and the facts as they stood at any revision the log keeps).
 * ``grantlog_checkpoint(relation, rows, digest)``: each relation's facts at the log's horizon
   as a count and a digest, kept by compaction (``grantlog_head.checkpoint`` is the revision
   they are of: the horizon, or NULL when they are not known), so that the tables can still be
@@ -22,6 +24,8 @@ Tables (``T`` is a relation's table, grantlog/store/schema.py):
 * ``grantlog_policies(serial, hash, roots, sources, set_at, revision)``: the rule files a
   decision service installed (:meth:`Store.put_policy`), newest last; ``grantlog_head.policy``
   is the newest one's hash. Every worker of a service serves the newest.
+* ``grantlog_statistics``: the planner's statistics of the facts, created with the first ones
+  kept (grantlog/store/planstats.py).
 
 A write transaction (:meth:`Store.writing`) locks the head, returns the log since the
 caller's revision (so the caller catches up inside the same database transaction), then
@@ -38,6 +42,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from grantlog.engine.core import ir
+from grantlog.engine.core.journal import Meta
 from grantlog.engine.core.results import Delta
 from grantlog.grammar.diagnostics import GrantlogError
 
@@ -51,6 +56,8 @@ ANALYZE_AFTER = 10_000
 #: them would add about half to a SQLite bulk load; its facts are still checked against the
 #: tables
 CHECKSUM_LOAD_MAX = 100_000
+#: the columns of ``grantlog_revisions`` that say who wrote a transaction and why
+META_COLUMNS = ("author", "reason", "ticket")
 
 class Writer:
     """The open write transaction of :meth:`Store.writing`."""
@@ -69,6 +76,8 @@ class Writer:
         self._removed = 0
         #: the checksum of the rows logged so far (None: not kept, a big bulk load)
         self._digest: int | None = 0
+        #: who writes and why (``grantlog_revisions.author``, ``reason``, ``ticket``)
+        self.meta = Meta()
 
     @property
     def next(self) -> int:
@@ -144,6 +153,8 @@ class Store(ABC):
         #: whether the store keeps checksums (``grantlog_revisions.digest``, the checkpoint):
         #: known once :meth:`open` (or compaction) brought an older store's tables up to date
         self._checksums = False
+        #: whether ``grantlog_revisions`` has the write metadata's columns (:meth:`_upgrade`)
+        self._meta_columns = False
 
     # -- the dialect ----------------------------------------------------------------------------
 
@@ -261,6 +272,13 @@ class Store(ABC):
         cur.execute(f"CREATE TABLE IF NOT EXISTS grantlog_checkpoint (relation {text} PRIMARY "
                     f"KEY, rows {big} NOT NULL, digest {text} NOT NULL)")
         self._checksums = True
+        have = self._columns(cur, "grantlog_revisions")  # the write metadata (history)
+        for col in META_COLUMNS:
+            if col not in have:
+                self._add_column(cur, "grantlog_revisions", f"{col} {text}")
+        cur.execute("CREATE INDEX IF NOT EXISTS grantlog_revisions_time ON grantlog_revisions "
+                    "(committed_at)")  # as of a time: the last revision committed by then
+        self._meta_columns = True
 
     def open(self, program: ir.Program) -> None:
         """Create the store's tables for ``program``, or check that an existing store fits
@@ -539,20 +557,22 @@ class Store(ABC):
     # -- writing --------------------------------------------------------------------------------
 
     @contextmanager
-    def writing(self) -> Iterator[Writer]:
+    def writing(self, meta: Meta | None = None) -> Iterator[Writer]:
         """One write transaction: the head locked, then facts + log + head committed together
-        when the block ends (rolled back if it raises or wrote nothing)."""
+        when the block ends (rolled back if it raises or wrote nothing); ``meta``: who
+        writes and why (also settable as ``Writer.meta`` inside the block)."""
         with self._cursor() as cur:
             try:
                 rev, hor = self._lock_head(cur)
                 w = Writer(self, cur, rev, hor)
+                w.meta = meta or w.meta
                 yield w
                 if not w.changed:
                     (self._commit if w.keep else self._rollback)(cur)
                     return
                 self._finish(cur, w.next, time.time(), w._added, w._removed,
                              None if w._digest is None or not self._checksums
-                             else hex64(w._digest))
+                             else hex64(w._digest), w.meta)
                 w.committed = w.next
                 if w._added + w._removed >= ANALYZE_AFTER:
                     self._analyze(cur)
@@ -569,12 +589,17 @@ class Store(ABC):
         return int(rev), int(hor)
 
     def _finish(self, cur: Any, revision: int, at: float, added: int, removed: int,
-                digest: str | None = None) -> None:
+                digest: str | None = None, meta: Meta | None = None) -> None:
         """The new head, the transaction's row (with the checksum of its log rows, where the
-        store keeps them), the wake-up signal; commit."""
+        store keeps them, and who wrote it and why), the wake-up signal; commit."""
         cur.execute(self._sql("UPDATE grantlog_head SET revision = ? WHERE id = 1"),
                     (revision,))
-        if self._checksums:
+        if meta and self._meta_columns:
+            cur.execute(self._sql(
+                "INSERT INTO grantlog_revisions (revision, committed_at, added, removed, "
+                "digest, author, reason, ticket) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+                (revision, at, added, removed, digest, meta.author, meta.reason, meta.ticket))
+        elif self._checksums:
             cur.execute(self._sql("INSERT INTO grantlog_revisions (revision, committed_at, "
                                   "added, removed, digest) VALUES (?, ?, ?, ?, ?)"),
                         (revision, at, added, removed, digest))

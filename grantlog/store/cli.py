@@ -4,6 +4,7 @@
 
     grantlog store init STORE (--model NAME | --rules FILE)
     grantlog store load STORE DATA... (--model NAME | --rules FILE) [-r REL] [--create]
+                        [--author NAME] [--reason TEXT] [--ticket ID]
     grantlog store dump STORE (--model ... | --rules ...) -o OUT [--format gl|csv|jsonl|parquet]
     grantlog store log STORE [--since REV] [--limit N] [--derived REL --model/--rules ...]
     grantlog store stats STORE
@@ -20,9 +21,10 @@ creates one too). ``load`` writes every fact of the data files (`.gl`, `.csv`, `
 `.parquet`, or directories of them) as one transaction; ``dump`` writes the stored facts
 (an OUT named for a format is one file: ``x.gl``/``x.jsonl`` every relation, ``x.csv``/
 ``x.parquet`` the only one; else one file per relation in the directory OUT; Parquet is what
-``grantlog spark run --input REL=OUT/REL.parquet`` reads). ``log --derived allowed`` replays
-each transaction and shows who gained and lost which permission. ``verify`` checks the tables
-against the change log and each revision's log rows against its checksum
+``grantlog spark run --input REL=OUT/REL.parquet`` reads). ``log`` shows each transaction's
+time and, when its writer gave them, its author, reason and ticket; ``log --derived allowed``
+replays each transaction and shows who gained and lost which permission. ``verify`` checks
+the tables against the change log and each revision's log rows against its checksum
 (grantlog/store/verify.py): exit 0 when the store is sound, 1 when something is wrong (the
 report names the relation, the revision and the facts), 2 when the store cannot be opened or the
 command is wrong.
@@ -36,6 +38,7 @@ import sys
 import time
 from typing import Any
 
+from grantlog.cli.history import add_meta, meta
 from grantlog.cli.inputs import (
     HELP_STRICT,
     add_inputs,
@@ -47,7 +50,7 @@ from grantlog.cli.inputs import (
 from grantlog.engine.core import ir, progress
 from grantlog.grammar.diagnostics import GrantlogError, Span, error, plural
 
-from . import ingest, open_store
+from . import history, ingest, open_store, warm
 from .records import Revision
 from .verify import verify_store
 
@@ -81,6 +84,7 @@ def add_parser(sub: Any) -> None:
                    help="create the store if it does not exist (else: store-not-found)")
     add_progress(p, "show progress bars (reading the files, writing the facts) on stderr even "
                  "when stderr is not a terminal (default: only on a terminal)")
+    add_meta(p)
     p.set_defaults(fn=cmd_load)
     p = add("dump", "write the stored facts to .gl, CSV, JSON Lines or Parquet", True)
     p.add_argument("--output", "-o", required=True, metavar="OUT",
@@ -151,11 +155,12 @@ def cmd_load(a: argparse.Namespace) -> int:
         new: dict[str, int] = {}
         for rel in sorted(data):  # before the bar, not through it
             sys.stderr.write(f"  {rel}: {plural(len(data[rel]), 'row')}\n")
-        with st.writing() as w, progress.task("storing", n, "fact") as advance:
+        with st.writing(meta(a)) as w, progress.task("storing", n, "fact") as advance:
             for rel in sorted(data):
                 new[rel] = w.load(rel, data[rel])
                 advance(len(data[rel]), postfix=rel)
         rev = w.committed
+        warm.after_load(st, program, sum(new.values()))  # measured once per load
     finally:
         st.close()
     t2 = time.perf_counter()
@@ -246,7 +251,7 @@ def cmd_log(a: argparse.Namespace) -> int:
             rev = now[0]  # a transaction committed since the snapshot is not shown
         since = hor if a.since is None else a.since
         txs = [t for t in st.since(since) if t.revision <= rev]
-        meta = {r[0]: r for r in st.revisions(since)}
+        committed = {c.revision: c for c in history.transactions(st, since)}
     finally:
         st.close()
     derived: dict[int, Any] = {}
@@ -257,16 +262,20 @@ def cmd_log(a: argparse.Namespace) -> int:
     out: list[dict[str, Any]] = []
     lines: list[str] = []
     for tx in txs:
-        at = meta.get(tx.revision, (0, 0.0, 0, 0))[1]
+        c = committed.get(tx.revision)
+        at = c.committed_at if c is not None else 0.0
+        who = {k: getattr(c, k, None) for k in ("author", "reason", "ticket")}
         entry: dict[str, Any] = {
-            "revision": tx.revision, "committed_at": at,
+            "revision": tx.revision, "committed_at": at, **who,
             "added": {r: sorted([list(x) for x in v], key=ir.row_key)
                       for r, v in sorted(tx.added.items())},
             "removed": {r: sorted([list(x) for x in v], key=ir.row_key)
                         for r, v in sorted(tx.removed.items())}}
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at)) if at else "?"
+        by = "".join(f", {k} {v}" for k, v in (("by", who["author"]), ("ticket", who["ticket"]))
+                     if v is not None) + (f": {who['reason']}" if who["reason"] else "")
         lines.append(f"revision {tx.revision} at {when} UTC: +{_count(tx.added)} "
-                     f"-{_count(tx.removed)} facts")
+                     f"-{_count(tx.removed)} facts{by}")
         for rel in sorted(tx.removed):
             lines += [f"  -{ir.show_atom(rel, r)}" for r in sorted(tx.removed[rel],
                                                                   key=ir.row_key)][:50]

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from grantlog.engine.core import ir
+from grantlog.engine.core.journal import Meta
 from grantlog.grammar.diagnostics import GrantlogError
 
 from . import schema
@@ -132,7 +133,10 @@ class PostgresStore(VerifiedStore):
         return int(rev), int(hor)
 
     def _finish(self, cur: Any, revision: int, at: float, added: int, removed: int,
-                digest: str | None = None) -> None:
+                digest: str | None = None, meta: Meta | None = None) -> None:
+        if meta:  # who wrote it and why: text of the caller's, sent as parameters
+            super()._finish(cur, revision, at, added, removed, digest, meta)
+            return
         r, a, n, m = int(revision), float(at), int(added), int(removed)
         # the checksum is 16 hex digits of ours (verify.hex64): plain text too
         d = "NULL" if digest is None else "'" + f"{int(digest, 16):016x}" + "'"

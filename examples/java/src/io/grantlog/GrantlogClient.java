@@ -236,10 +236,24 @@ public final class GrantlogClient {
      */
     public long write(Map<String, List<List<Object>>> insert,
                       Map<String, List<List<Object>>> retract, long ifRevision) {
+        return write(insert, retract, ifRevision, null, null, null);
+    }
+
+    /**
+     * {@link #write(Map, Map, long)} recording who writes and why with the transaction
+     * ({@code grantlog store log} shows them; a null {@code author} is the token's name, when
+     * the server gave it one; null {@code reason} and {@code ticket} are not recorded).
+     */
+    public long write(Map<String, List<List<Object>>> insert,
+                      Map<String, List<List<Object>>> retract, long ifRevision,
+                      String author, String reason, String ticket) {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("insert", insert);
         body.put("retract", retract);
         if (ifRevision >= 0) body.put("if_revision", ifRevision);
+        if (author != null) body.put("author", author);
+        if (reason != null) body.put("reason", reason);
+        if (ticket != null) body.put("ticket", ticket);
         long rev = number(post("/v1/write", body), "revision");
         seen(rev);
         return rev;

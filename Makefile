@@ -5,9 +5,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev-spark-peers
 
-.PHONY: demo test browser test-long lint typecheck unit grammar vsix docs-html bench bench-store bench-service \
-	bench-list bench-lsp bench-opa bench-heavy bench-verify bench-compare bench-plan \
-	bench-models clean install
+.PHONY: demo test browser explorer-assets test-long lint typecheck unit grammar vsix docs-html bench bench-store bench-service \
+	bench-list bench-lsp bench-opa bench-heavy bench-verify bench-history bench-compare bench-plan \
+	bench-models bench-explorer clean install
 
 # the dev tools, the Spark extra (pyspark, graphframes-py) and the peer engines: `make test`
 # runs the Spark tests and checks the peers of the benchmarks against the oracle
@@ -40,6 +40,12 @@ browser:
 	@command -v chromedriver >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 		&& apt-get install -y -q chromium chromium-driver >/dev/null; } \
 		|| echo "browser tests will skip: chromium and chromium-driver are not installed"
+
+## The explorer's vendored front-end files (shiki's TextMate core bundled by esbuild, the grammar's
+## copy, axe-core for the accessibility test), rebuilt from grantlog/explorer/assets/'s lock file
+## with npm in a build folder (needs Node.js and the npm registry; the results are committed)
+explorer-assets:
+	bash tools/explorer_assets.sh
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=25
@@ -121,6 +127,10 @@ bench-heavy: $(STAMP)
 bench-verify: $(STAMP)
 	$(BIN)/python benchmarks/verify_bench.py
 
+## history: as-of answers with and without checkpoints, timelines, store growth (issue 28)
+bench-history: $(STAMP)
+	$(BIN)/python benchmarks/history_bench.py --tables 2000 --transactions 1000
+
 ## Planning bodies of 100 to 1,600 literals; "did you mean" over 1k-8k misspelled relations
 ## (issue 26 item 3).
 bench-plan: $(STAMP)
@@ -132,6 +142,12 @@ bench-plan: $(STAMP)
 SIZES ?= 100000 1000000
 bench-models: $(STAMP)
 	$(BIN)/python benchmarks/models_bench.py --sizes $(SIZES) --write
+
+## The explorer's asked check at 100k tables (issue 29: answered and drawn <= 200 ms): in
+## process, over HTTP against `grantlog explore`, and drawn in headless Chromium; the shipped
+## model and two own models of benchmarks/models/.
+bench-explorer: $(STAMP) browser
+	$(BIN)/python benchmarks/explorer_bench.py --http --browser
 
 ## Check, list, filter and service figures of an older revision against this tree, alternating
 ## (issue 25): BEFORE is a python with the old revision installed (see compare_revisions.py).

@@ -11,7 +11,9 @@ one-fact transactions, each granting or revoking a role's privilege or a user's 
   under its policy, deciding) and **again** at the same revision (the kept past reasoner);
 * **check now** and **a new reasoner over the store, first check** (a cold start), for scale;
 * **timeline** of one (subject, operation, resource) over the whole history;
-* **store growth** per transaction (bytes of the SQLite file, write metadata included).
+* **store growth** per transaction (bytes of the SQLite file, write metadata included);
+* **facts at a random past revision**, p50, from the log only and after ``store checkpoint``
+  (the temporal table: grantlog/store/checkpoints.py), and the checkpoint's cost and bytes.
 
     .venv/bin/python benchmarks/history_bench.py --tables 10000 --transactions 2000
 """
@@ -86,6 +88,22 @@ def main() -> None:
             history.snapshot_at(r.store, rev)
             times.append(time.perf_counter() - t)
         print(f"facts at revision {rev} (SQL): {ms(times)}")
+    sample = rng.sample(range(2, head), min(a.repeat * 4, head - 2))
+    for label in ("log only", "after `store checkpoint`"):
+        if label != "log only":
+            t = time.perf_counter()
+            r.store.checkpoint()
+            took = time.perf_counter() - t
+            r.store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            more = os.path.getsize(r.store.url.split("///", 1)[1]) - size0 - grew
+            print(f"checkpoint (the whole log folded): {took * 1000:.0f} ms, "
+                  f"+{more / max(head, 1):.0f} bytes per transaction")
+        times = []
+        for rev in sample:
+            t = time.perf_counter()
+            history.snapshot_at(r.store, rev)
+            times.append(time.perf_counter() - t)
+        print(f"facts at a random past revision, {label}: p50 {ms(times)}")
     op = "select_table"
     now = []
     for _ in range(a.repeat * 20):

@@ -70,6 +70,9 @@ class Clause:
     body: tuple[Literal, ...] = ()
     label: str | None = None
     doc: tuple[str, ...] = ()
+    #: a fact's validity interval as written (``from TIME until TIME``; None: unbounded)
+    valid_from: Const | None = None
+    valid_until: Const | None = None
     span: Span = field(default=NO_SPAN, compare=False, repr=False, kw_only=True)
 
     @property

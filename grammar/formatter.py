@@ -62,7 +62,9 @@ def clause(c: ast.Clause, indent: str = "") -> list[str]:
     head = (f"{c.label}: " if c.label else "") + atom(c.head)
     lines = _docs(c.doc, indent)
     if not c.body:
-        return [*lines, f"{indent}{head}."]
+        valid = "".join(f" {kw} {term(t)}" for kw, t in (("from", c.valid_from),
+                                                          ("until", c.valid_until)) if t)
+        return [*lines, f"{indent}{head}{valid}."]
     one = f"{indent}{head} :- {body(c.body)}."
     if len(one) <= LINE_WIDTH:
         return [*lines, one]

@@ -185,6 +185,17 @@ class _ToAst(Transformer[Token, Any]):
             head, body or (), str(label) if label is not None else None, span=self._s(meta)
         )
 
+    def timed_fact(self, meta: Meta, ch: list[Any]) -> ast.Clause:
+        label, head, (since, until) = ch
+        return ast.Clause(head, (), str(label) if label is not None else None,
+                          valid_from=since, valid_until=until, span=self._s(meta))
+
+    def valid_from(self, meta: Meta, ch: list[Any]) -> tuple[Any, Any]:
+        return ch[0], ch[1]
+
+    def valid_until(self, meta: Meta, ch: list[Any]) -> tuple[Any, Any]:
+        return None, ch[0]
+
     def column(self, meta: Meta, ch: list[Any]) -> ast.Column:
         name, typ = ch
         return ast.Column(str(name), str(typ) if typ is not None else None, span=self._s(meta))

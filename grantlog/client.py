@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from grantlog.engine.answer.history import moment
 from grantlog.engine.core import arguments, ir
 from grantlog.engine.core.results import (
     Answers,
@@ -44,6 +43,7 @@ from grantlog.engine.core.results import (
     Transaction,
     Writes,
 )
+from grantlog.engine.core.times import moment
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, warning
 
 _SERVER = Span("<server>", 0, 0, 0, 0)
@@ -112,10 +112,13 @@ def _strict(strict: bool) -> dict[str, Any]:
     return {"strict": True} if strict else {}
 
 
-def _moment(at_revision: int | None, as_of: object) -> dict[str, Any]:
+def _moment(at_revision: int | None, as_of: object, now: object = None) -> dict[str, Any]:
     """A question's ``at_revision``/``as_of`` as the service takes them (``as_of``: a
     ``datetime`` or ``date``, naive meaning UTC, an ISO 8601 string, or seconds since the
-    epoch, sent as it is; the others as ISO strings)."""
+    epoch, sent as it is; the others as ISO strings); ``now`` (the moment facts' validity
+    intervals are read at) as seconds."""
+    if now is not None:
+        return _moment(at_revision, as_of) | {"now": moment(now, "now")}
     arguments.optional_int("at_revision", at_revision, 0)
     if as_of is None:
         return {} if at_revision is None else {"at_revision": at_revision}
@@ -289,15 +292,16 @@ class Client(Writes):
 
     def check(self, subject: str, operation: str, resource: str,
               at_least: int | None = None, strict: bool = False, *,
-              at_revision: int | None = None, as_of: object = None) -> RemoteDecision:
+              at_revision: int | None = None, as_of: object = None,
+              now: object = None) -> RemoteDecision:
         """As ``Reasoner.check``; ``at_revision``/``as_of`` (also of ``check_many``,
-        ``query``, ``list``, ``who``, ``explain``): as the facts stood then
-        (docs/history.md)."""
+        ``query``, ``list``, ``who``, ``explain``): as the facts stood then; ``now``: with
+        the facts' validity intervals read at that moment (docs/history.md)."""
         arguments.question(arguments.DECIDED, (subject, operation, resource), at_least)
         got = self._post("/v1/check", {"subject": subject, "operation": operation,
                                        "resource": resource,
                                        "at_least_revision": self._at_least(at_least)}
-                         | _strict(strict) | _moment(at_revision, as_of))
+                         | _strict(strict) | _moment(at_revision, as_of, now))
         if "error" in got:  # the service failed closed
             raise GrantlogError(_diagnostics(got, 200))
         self._seen(got["revision"])
@@ -305,7 +309,7 @@ class Client(Writes):
 
     def check_many(self, checks: Sequence[tuple[str, str, str]],
                    at_least: int | None = None, strict: bool = False, *,
-                   at_revision: int | None = None, as_of: object = None,
+                   at_revision: int | None = None, as_of: object = None, now: object = None,
                    ) -> list[RemoteDecision]:
         """Many decisions in one request (the server's batch limit applies); an item the
         service failed closed on is a deny whose ``warnings`` hold the error."""
@@ -314,17 +318,17 @@ class Client(Writes):
         got = self._post("/v1/check/batch", {
             "checks": [{"subject": s, "operation": o, "resource": r} for s, o, r in found],
             "at_least_revision": self._at_least(at_least)} | _strict(strict)
-            | _moment(at_revision, as_of))
+            | _moment(at_revision, as_of, now))
         rev = got["revision"]
         self._seen(rev)
         return [_decision(x, rev) for x in got["results"]]
 
     def query(self, goal: str, at_least: int | None = None, *, at_revision: int | None = None,
-              as_of: object = None) -> Answers[dict[str, ir.Value]]:
+              as_of: object = None, now: object = None) -> Answers[dict[str, ir.Value]]:
         arguments.goal(goal, at_least)
         got = self._post("/v1/query", {"goal": goal,
                                        "at_least_revision": self._at_least(at_least)}
-                         | _moment(at_revision, as_of))
+                         | _moment(at_revision, as_of, now))
         self._seen(got["revision"])
         return Answers(got["answers"], got["revision"])
 
@@ -350,7 +354,7 @@ class Client(Writes):
     def list(self, subject: str, operation: str, type: str | None = None,
              within: str | None = None, at_least: int | None = None,
              strict: bool = False, *, at_revision: int | None = None,
-             as_of: object = None) -> Answers[ir.Value]:
+             as_of: object = None, now: object = None) -> Answers[ir.Value]:
         arguments.question(arguments.LISTED[:4], (subject, operation, type, within), at_least,
                            2)
         body: dict[str, Any] = {"subject": subject, "operation": operation,
@@ -359,7 +363,7 @@ class Client(Writes):
             body["type"] = type
         if within is not None:
             body["within"] = within
-        return self._stream("/v1/list", body | _strict(strict) | _moment(at_revision, as_of),
+        return self._stream("/v1/list", body | _strict(strict) | _moment(at_revision, as_of, now),
                             "resource")
 
     def filter(self, subject: str, operation: str, type: str | None = None,
@@ -385,16 +389,17 @@ class Client(Writes):
 
     def who(self, operation: str, resource: str,
             at_least: int | None = None, strict: bool = False, *,
-            at_revision: int | None = None, as_of: object = None) -> Answers[ir.Value]:
+            at_revision: int | None = None, as_of: object = None,
+            now: object = None) -> Answers[ir.Value]:
         arguments.question(("operation", "resource"), (operation, resource), at_least)
         return self._stream("/v1/who", {"operation": operation, "resource": resource,
                                         "at_least_revision": self._at_least(at_least)}
-                            | _strict(strict) | _moment(at_revision, as_of), "subject")
+                            | _strict(strict) | _moment(at_revision, as_of, now), "subject")
 
     def explain(self, goal: str, *, at_revision: int | None = None,
-                as_of: object = None) -> RemoteExplanation:
+                as_of: object = None, now: object = None) -> RemoteExplanation:
         arguments.goal(goal)
-        moment = _moment(at_revision, as_of)
+        moment = _moment(at_revision, as_of, now)
         body = self._post("/v1/explain", {"goal": goal,
                                           "at_least_revision": self._at_least(None)} | moment)
         self._seen(int(body.get("revision", 0)))
@@ -417,11 +422,21 @@ class Client(Writes):
                 (("author", author), ("reason", reason), ("ticket", ticket)) if v is not None}
         tx = Transaction(constants=True)
         yield tx
+        timed: dict[tuple[str, Any, Any], list[list[ir.Value]]] = {}
+        for r, rows in tx.valid.items():  # inserted with a validity interval
+            for row, (since, until) in rows.items():
+                lo, hi = (None if b is None else moment(b, k) for b, k in
+                          ((since, "valid_from"), (until, "valid_until")))
+                timed.setdefault((r, lo, hi), []).append(list(row))
         body: dict[str, Any] = {
-            "insert": {r: [list(row) for row, p in ops.items() if p]
+            "insert": {r: [list(row) for row, p in ops.items()
+                           if p and row not in tx.valid.get(r, ())]
                        for r, ops in tx.ops.items()},
             "retract": {r: [list(row) for row, p in ops.items() if not p]
                         for r, ops in tx.ops.items()}}
+        if timed:
+            body["timed"] = [{"relation": r, "rows": rows, "valid_from": f, "valid_until": u}
+                             for (r, f, u), rows in timed.items()]
         if watch:
             body["watch"] = [watch] if names is None else list(names)
         if if_revision is not None:

@@ -21,8 +21,8 @@ table, schema or catalog name without ``.`` (name the schema with ``schema``), a
 with, like ``//``).
 
 :func:`to_sql` renders a residual (``Reasoner.filter``) as a WHERE condition for SQLite,
-PostgreSQL, Spark SQL or Trino; :func:`select_sql` as the whole query of the ids. A condition
-the layout cannot express (a type without a type column, "under" without a parent or path)
+PostgreSQL, Spark SQL, Trino or DuckDB; :func:`select_sql` as the whole query of the ids. A
+condition the layout cannot express (a type without a type column, "under" without a parent or path)
 is refused with ``filter-layout``, never rendered as one that admits more; so is an id that
 holds the path separator (``bad-layout``). No string literal holds a quote or a backslash
 (they are written ``CHR(39)``, ``CHR(92)``), so the SQL means the same whatever the server's
@@ -50,7 +50,7 @@ from grantlog.engine.core import arguments
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from grantlog.tomlfile import read_toml
 
-DIALECTS = ("sqlite", "postgres", "spark", "trino")
+DIALECTS = ("sqlite", "postgres", "spark", "trino", "duckdb")
 #: the layout's fields that name a table part (no ``.``: it would read as two names)
 _TABLE_PARTS = ("table", "schema", "catalog")
 #: the fields that may be left out (None)

@@ -11,6 +11,9 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 if TYPE_CHECKING:
     from grantlog.engine.answer.history import Interval
+    from grantlog.engine.answer.review import Review
+    from grantlog.engine.answer.suggest import Bounds, Suggestions
+    from grantlog.engine.answer.timelines import AccessTimeline
     from grantlog.store import Store
     from grantlog.store.follow import Follower
     from grantlog.store.history import Committed
@@ -95,14 +98,84 @@ class Reasoner(engine.Reasoner):
         return tx.changes
 
     def timeline(self, subject: str, operation: str, resource: str, since: object = None,
-                 until: object = None) -> list[Interval]:
+                 until: object = None, proofs: bool = False) -> list[Any]:
         """The intervals in which ``check(subject, operation, resource)`` held between
         ``since`` and ``until`` (revisions, or times as ``as_of`` takes them; default: the
         whole history the store keeps), each opened and closed by a transaction (its
-        revision, time, author, reason, ticket): engine/answer/history.py, docs/history.md."""
-        from grantlog.engine.answer import history
+        revision, time, author, reason, ticket): engine/answer/timelines.py, docs/history.md.
+        ``proofs=True``: each interval (a ``ProvenInterval``) also has ``why``, the proof at
+        its start, and ``why_not``, the why-not at its end (engine/answer/timelines.py)."""
+        from grantlog.engine.answer import timelines
 
-        return history.timeline(self, subject, operation, resource, since, until)
+        found: list[Interval] = timelines.timeline(self, subject, operation, resource, since,
+                                                   until)
+        if not proofs:
+            return list(found)
+        return list(timelines.prove(self, subject, operation, resource, found))
+
+    def resource_timeline(self, operation: str, resource: str, since: object = None,
+                          until: object = None) -> AccessTimeline:
+        """Who could perform ``operation`` on ``resource`` between ``since`` and ``until``:
+        per subject, the intervals, each edge a transaction (engine/answer/timelines.py)."""
+        from grantlog.engine.answer import timelines
+
+        return timelines.resource_timeline(self, operation, resource, since, until)
+
+    def review(self, subject: str | None = None, resource: str | None = None,
+               role: str | None = None, since: object = None) -> Review:
+        """An access review of one subject, resource or role: each entry with its path (the
+        facts of its proof) and, with ``since`` (a revision or a time; needs a store), what
+        changed since, by which transaction and author (engine/answer/review.py)."""
+        from grantlog.engine.answer import review
+
+        return review.review(self, subject, resource, role, since)
+
+    def subject_timeline(self, subject: str, operation: str | None = None,
+                         since: object = None, until: object = None) -> AccessTimeline:
+        """What ``subject`` could do (``operation``: only that) between ``since`` and
+        ``until``: per (operation, resource), the intervals (engine/answer/timelines.py)."""
+        from grantlog.engine.answer import timelines
+
+        return timelines.subject_timeline(self, subject, operation, since, until)
+
+    def tick(self, now: object = None) -> float:
+        """Move the clock that decides which facts with a validity interval count to
+        ``now`` (default: the wall clock; reads move it there by themselves): the facts whose
+        interval starts or ends on the way are gained or lost as by a write, which the
+        listeners and watch streams see (engine/answer/validity.py). Returns the clock."""
+        from grantlog.engine.answer import validity
+
+        return validity.tick(self, now)
+
+    def suggest(self, *question: str, limit: int = 5,
+                bounds: Bounds | None = None) -> Suggestions:
+        """The smallest changes of base facts that would make a goal that does not hold hold
+        (a DENY an ALLOW), each checked by running it on a copy, fewest facts first:
+        ``r.suggest('allowed(alice, read, t1)')`` or ``r.suggest(subject, operation,
+        resource)`` for the decision; at most ``limit``, within ``bounds``
+        (engine/answer/suggest.py)."""
+        from grantlog.engine.answer.suggest import Bounds, suggest
+
+        if len(question) == 3:
+            arguments.question(arguments.DECIDED, question)
+            goal = ir.show_atom(self.program.decision, tuple(question))
+        elif len(question) == 1:
+            goal = arguments.goal(question[0])
+        else:
+            raise GrantlogError([error(
+                "bad-argument", f"`suggest` takes a goal or a subject, operation and resource, "
+                f"got {len(question)} arguments", Span("<api>", 0, 0, 0, 0),
+                "e.g. `r.suggest(\"alice\", \"read\", \"t1\")`")])
+        arguments.integer("limit", limit, 1)
+        arguments.instance("bounds", bounds or Bounds(), Bounds, "a `Bounds` or None")
+        return suggest(self, goal, limit, bounds)
+
+    def next_edge(self) -> float | None:
+        """When the next validity interval starts or ends (seconds since the epoch; None:
+        no edge is to come): where a timer calls :meth:`tick`."""
+        from grantlog.engine.answer import validity
+
+        return validity.next_edge(self)
 
     def transactions(self, since: int = 0, upto: int | None = None) -> list[Committed]:
         """The store's transactions after revision ``since`` (up to ``upto``), oldest

@@ -165,7 +165,16 @@ def gravitino_3000() -> Any:
 
 
 @pytest.fixture(scope="session")
-def explorer_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def explorer_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The decision log `explorer_url`'s explorer replays (`--log`; empty at start: a test
+    writes the entries it replays and empties it after)."""
+    path = tmp_path_factory.mktemp("explore-log") / "decisions.log"
+    path.write_text("")
+    return path
+
+
+@pytest.fixture(scope="session")
+def explorer_url(tmp_path_factory: pytest.TempPathFactory, explorer_log: Path) -> Iterator[str]:
     """One `grantlog explore` process for the run (the explorer's API and browser tests): the
     Gravitino model (the page's editable file) and examples/gravitino/facts.gl."""
     import subprocess
@@ -176,7 +185,8 @@ def explorer_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port, log = free_port(), tmp_path_factory.mktemp("explore") / "explore.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "grantlog.cli", "explore", "--model", "gravitino", "--facts",
-         str(ROOT / "examples" / "gravitino" / "facts.gl"), "--port", str(port), "--no-open"],
+         str(ROOT / "examples" / "gravitino" / "facts.gl"), "--port", str(port), "--no-open",
+         "--log", str(explorer_log)],
         stdout=subprocess.DEVNULL, stderr=open(log, "wb"))  # noqa: SIM115
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
@@ -191,3 +201,20 @@ def explorer_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield url
     proc.terminate()
     proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the run (tests/browser_support.py; the tests using it skip,
+    saying why, when Chromium or its driver is absent)."""
+    import browser_support
+
+    yield from browser_support.start()
+
+
+@pytest.fixture
+def page(browser: Any, explorer_url: str) -> Iterator[Any]:
+    """The explorer's page, loaded fresh; the model's text and the pins are put back after."""
+    import browser_support
+
+    yield from browser_support.fresh_page(browser, explorer_url)

@@ -137,7 +137,7 @@ def test_every_command_group_registers_its_commands(
     assert listed == {
         "eval", "query", "explain", "check", "test", "fmt", "lint", "lsp", "models", "list",
         "filter", "who", "import", "spark", "store", "serve", "logs", "diff", "plan",
-        "history", "explore", "completion"}
+        "history", "review", "explore", "completion"}
 
 
 def test_list_who_on_a_shipped_model(capsys: pytest.CaptureFixture[str]) -> None:

@@ -35,8 +35,8 @@ def dump(node: object, depth: int = 0, label: str = "") -> list[str]:
     children: list[tuple[str, object]] = []
     assert is_dataclass(node)
     for f in fields(node):
-        if f.name == "span":
-            continue
+        if f.name == "span" or (f.name.startswith("valid_") and getattr(node, f.name) is None):
+            continue  # a fact's validity interval is shown where it has one
         v = getattr(node, f.name)
         if is_dataclass(v) or _is_node_seq(v):
             children.append((f.name, v))

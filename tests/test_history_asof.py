@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import grantlog
 from grantlog.cli import main
+from grantlog.store import checkpoints
 
 DECLS = """
 rel member(user: string, group: string).
@@ -53,6 +54,14 @@ def op(draw: st.DrawFn) -> Op:
 histories = st.lists(st.lists(op(), min_size=1, max_size=4), min_size=1, max_size=7).flatmap(
     lambda txs: st.integers(0, len(txs)).map(
         lambda at: [*txs[:at], "swap", *txs[at:]]))
+
+
+#: how a store is compacted: by a count of transactions, a time, a revision
+COMPACTIONS = st.sampled_from(["count", "time", "revision"])
+#: the steps after which a checkpoint is taken (none, some, many)
+MARKS = st.lists(st.integers(0, 8), max_size=4).map(tuple)
+#: a checkpoint every N revisions, or none
+EVERY = st.sampled_from([None, 1, 2, 3])
 
 
 def _fresh(program: grantlog.Program, facts: dict[str, set[tuple[str, ...]]],
@@ -103,14 +112,32 @@ def _timelines_agree(r: grantlog.Reasoner, first: int, head: int) -> None:
         assert found == r.timeline(u, o, x, since=first, until=head)
 
 
-def _run(url: str, history: list[Any]) -> None:
+def _run(url: str, history: list[Any], how: str = "count", marks: tuple[int, ...] = (),
+         every: int | None = None) -> None:
+    """``marks``: after which steps a checkpoint is taken; ``every``: one every N revisions
+    from the start. With either, the facts at a revision are read from the checkpoint
+    whenever it has them (not only where it is cheaper: small stores rarely are)."""
+    cost = checkpoints.INTERVAL_ROW_COST
+    checkpoints.INTERVAL_ROW_COST = 0 if marks or every else cost
+    try:
+        _history(url, history, how, marks, every)
+    finally:
+        checkpoints.INTERVAL_ROW_COST = cost
+
+
+def _history(url: str, history: list[Any], how: str, marks: tuple[int, ...],
+             every: int | None) -> None:
     facts: dict[str, set[tuple[str, ...]]] = {rel: set() for rel in VALUES}
     at_revision: list[tuple[dict[str, set[tuple[str, ...]]], grantlog.Program]] = []
     policy = POLICY_A  # the reasoner's own program until a policy is stored
     swapped = -1  # the head when policy B was installed
     with grantlog.Reasoner(POLICY_A, store=url, create=True, follow=False) as r:
         at_revision.append(({k: set(v) for k, v in facts.items()}, policy))
-        for step in history:
+        if every is not None:
+            assert r.store is not None and r.store.checkpoint(every) == 0
+        for n, step in enumerate(history):
+            if n in marks:
+                assert r.store is not None and r.store.checkpoint() == r.revision
             if step == "swap":
                 assert r.store is not None
                 r.store.put_policy(POLICY_B)
@@ -138,10 +165,25 @@ def _run(url: str, history: list[Any]) -> None:
         head = r.revision
         _timelines_agree(r, 0, head)
     keep = max(head // 2, 0)
+    target = head - keep
     with grantlog.Reasoner(POLICY_A, store=url, follow=False) as r:
         assert r.store is not None
-        r.store.compact(keep)
+        if how == "count":
+            r.store.compact(keep)
+        elif how == "revision":
+            r.store.compact(before_revision=target)
+        else:  # the time: the state in force then stays answerable
+            when = committed[target - 1].committed_at if target else 0.0
+            r.store.compact(before_time=when)
         horizon = r.store.head()[1]
+        if how == "time":  # the last revision committed at or before it (several may share it)
+            assert horizon >= target
+            assert horizon == max([c.revision for c in committed if c.committed_at <= when],
+                                  default=0)
+        else:
+            assert horizon == target
+        r.store.compact(before_revision=0)  # the horizon never moves back
+        assert r.store.head()[1] == horizon
         for rev, (state, program) in enumerate(at_revision):
             if rev < horizon:
                 with pytest.raises(grantlog.GrantlogError) as e:
@@ -155,17 +197,21 @@ def _run(url: str, history: list[Any]) -> None:
 
 @settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(history=histories)
+@given(history=histories, how=COMPACTIONS, marks=MARKS, every=EVERY)
 def test_sqlite_as_of_equals_a_fresh_reasoner(tmp_path_factory: pytest.TempPathFactory,
-                                              history: list[Any]) -> None:
-    _run(f"sqlite:///{tmp_path_factory.mktemp('asof') / 'facts.db'}", history)
+                                              history: list[Any], how: str,
+                                              marks: tuple[int, ...], every: int | None) -> None:
+    _run(f"sqlite:///{tmp_path_factory.mktemp('asof') / 'facts.db'}", history, how, marks,
+         every)
 
 
 @settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(history=histories)
-def test_postgres_as_of_equals_a_fresh_reasoner(pg_server: Any, history: list[Any]) -> None:
-    _run(pg_server.schema_url(f"asof{next(COUNTER)}"), history)
+@given(history=histories, how=COMPACTIONS, marks=MARKS, every=EVERY)
+def test_postgres_as_of_equals_a_fresh_reasoner(pg_server: Any, history: list[Any], how: str,
+                                                marks: tuple[int, ...], every: int | None,
+                                                ) -> None:
+    _run(pg_server.schema_url(f"asof{next(COUNTER)}"), history, how, marks, every)
 
 
 def _three(url: str) -> grantlog.Reasoner:

@@ -19,19 +19,18 @@ transaction; a reasoner without a journal has no history (``history-unavailable`
 from __future__ import annotations
 
 import functools
-import math
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
 from typing import Any, TypeVar
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
-from ..compile.restrict import cone
 from ..core import arguments
+from ..core.journal import VALID
+from ..core.times import moment as moment  # history.moment, as before
 
 #: the engine's reasoner (engine/answer/reasoner.py, which imports this module: a question
 #: is given the reasoner it is asked of)
@@ -44,27 +43,6 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 _lock = threading.Lock()
 _kept: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[int, str], Reasoner]] = \
     weakref.WeakKeyDictionary()
-
-
-def moment(value: object, name: str = "as_of") -> float:
-    """``value`` as seconds since the epoch: a ``datetime`` (naive: UTC), a ``date`` (its
-    midnight, UTC), an ISO 8601 string of either, or a number of seconds."""
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.strip())
-        except ValueError:
-            raise arguments.bad_argument(
-                name, "a time", value, "an ISO 8601 time, e.g. `2026-03-03T12:00:00Z`, or "
-                "a date, e.g. `2026-03-03`") from None
-    if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
-    seconds = float(arguments.number(name, value))
-    if not math.isfinite(seconds):
-        raise arguments.bad_argument(name, "a finite number of seconds", value,
-                                     "seconds since the epoch, e.g. `1772539200`")
-    return seconds
 
 
 def past(r: Reasoner, at_revision: object, as_of: object) -> Reasoner:
@@ -93,7 +71,8 @@ def past(r: Reasoner, at_revision: object, as_of: object) -> Reasoner:
             return found
     at, rows = journal.snapshot_at(revision)
     p = _past_class(_engine_class(type(r)))(program)
-    p.seed({rel: rs for rel, rs in rows.items() if rs and rel in program.relations}, at)
+    p.seed({rel: rs for rel, rs in rows.items() if rs and (rel in program.relations
+                                                            or rel == VALID)}, at)
     with _lock:
         kept[key] = p
         while len(kept) > CACHE:
@@ -111,6 +90,8 @@ def asof(method: _F) -> _F:
             **kwargs: Any) -> Any:
         if at_revision is None and as_of is None:
             return method(self, *args, **kwargs)
+        if as_of is not None and kwargs.get("now") is None:
+            kwargs["now"] = as_of  # validity intervals are read at that moment too
         return getattr(past(self, at_revision, as_of), name)(*args, **kwargs)
 
     return ask  # type: ignore[return-value]
@@ -144,17 +125,22 @@ def _past_class(base: type) -> type:
 @dataclass(frozen=True)
 class Edge:
     """The transaction that opened or closed an interval: its revision, when it committed
-    (None: unknown, revision 0 or compacted), who wrote it and why."""
+    (None: unknown, revision 0 or compacted), who wrote it and why. Or no transaction: the
+    moment a fact's validity interval started or ended (``passed``: those facts, ``+fact``
+    started, ``-fact`` ended; ``committed_at``: the moment; ``revision``: the one in force;
+    engine/answer/validity.py)."""
 
     revision: int
     committed_at: float | None = None
     author: str | None = None
     reason: str | None = None
     ticket: str | None = None
+    passed: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"revision": self.revision, "committed_at": self.committed_at,
-                "author": self.author, "reason": self.reason, "ticket": self.ticket}
+                "author": self.author, "reason": self.reason, "ticket": self.ticket,
+                **({"passed": list(self.passed)} if self.passed else {})}
 
 
 @dataclass(frozen=True)
@@ -185,73 +171,9 @@ def _bound(r: Reasoner, value: object, name: str) -> int | None:
     return int(journal.revision_at(moment(value, name)))
 
 
-def timeline(r: Reasoner, subject: str, operation: str, resource: str,
-             since: object = None, until: object = None) -> list[Interval]:
-    """The intervals between ``since`` and ``until`` (revisions, or times: :func:`moment`;
-    default: the oldest revision kept and the head) in which ``decision(subject, operation,
-    resource)`` held, each edge the transaction that opened or closed it.
-
-    No reasoner per revision: only the transactions whose log touches a relation the
-    decision depends on (its dependency cone) and the revisions a policy was installed at
-    can change it. The facts at ``since`` are read once (``Journal.snapshot_at``); each such
-    transaction is then applied to them incrementally and the decision asked again (a new
-    policy: the facts at its revision read again under it)."""
-    arguments.question(arguments.DECIDED, (subject, operation, resource))
-    journal = r.journal
-    if journal is None:
-        past(r, 0, None)  # history-unavailable
-    assert journal is not None
-    committed = {c.revision: c for c in journal.transactions(0)}
-    head = journal.head()
-    first = _bound(r, since, "since")
-    if first is None:
-        first = min(committed) - 1 if committed else head
-    last = head if until is None else _bound(r, until, "until")
-    assert last is not None
-    if last < first:
-        raise arguments.bad_argument("until", f"a revision of at least {first} (`since`)",
-                                     until)
-    policies = {rev for rev in journal.policy_revisions() if first < rev <= last}
-
-    def edge(rev: int) -> Edge:
-        c = committed.get(rev)
-        return Edge(rev) if c is None else Edge(rev, c.committed_at, c.author, c.reason,
-                                                c.ticket)
-
-    program, live = _build(r, first)
-    cone_rels = cone(program, [program.decision])
-    held = held_first = bool(live.check(subject, operation, resource))
-    out: list[Interval] = []
-    opened: Edge | None = edge(first) if held else None
-    entries = [e for e in journal.since(first) if e.revision <= last]
-    for e in entries:
-        touched = (e.added.keys() | e.removed.keys()) & cone_rels
-        if e.revision in policies:
-            program, live = _build(r, e.revision)
-            cone_rels = cone(program, [program.decision])
-        elif touched:
-            with live.transaction() as tx:
-                for rel in touched & e.removed.keys():
-                    tx.retract(rel, e.removed[rel])
-                for rel in touched & e.added.keys():
-                    tx.insert(rel, e.added[rel])
-        else:
-            continue
-        now = bool(live.check(subject, operation, resource))
-        if now and not held:
-            opened = edge(e.revision)
-        elif held and not now:
-            assert opened is not None
-            out.append(Interval(opened, edge(e.revision), not out and held_first))
-            opened = None
-        held = now
-    if opened is not None:
-        out.append(Interval(opened, None, not out and held_first))
-    return out
-
-
-def _build(r: Reasoner, revision: int) -> tuple[Any, Any]:
-    """A writable reasoner of the facts at ``revision`` under the policy in force then."""
+def _build(r: Reasoner, revision: int, clock: float | None = None) -> tuple[Any, Any]:
+    """A writable reasoner of the facts at ``revision`` under the policy in force then (its
+    clock at ``clock``, moved only on request; None: the wall clock)."""
     journal = r.journal
     assert journal is not None
     program = journal.policy_at(revision) or r.program
@@ -259,5 +181,9 @@ def _build(r: Reasoner, revision: int) -> tuple[Any, Any]:
         program = r.program
     at, rows = journal.snapshot_at(revision)
     live = _engine_class(type(r))(program)
-    live.seed({rel: rs for rel, rs in rows.items() if rs and rel in program.relations}, at)
+    live.seed({rel: rs for rel, rs in rows.items() if rs and (rel in program.relations
+                                                               or rel == VALID)}, at)
+    if clock is not None:
+        live._clock.follows = False
+        live._clock.move(clock)
     return program, live

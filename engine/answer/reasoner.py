@@ -18,7 +18,7 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from ..core import arguments, ir, progress
 from ..core.facts import Facts, RowSpans
 from ..core.hierarchy_roles import hierarchy_roles
-from ..core.journal import Entry, Journal, JournalReader, Meta, compacted
+from ..core.journal import VALID, Entry, Journal, JournalReader, Meta, compacted
 from ..core.results import (
     Answers,
     Change,
@@ -37,7 +37,7 @@ from ..plan.demand import DemandPlans
 from ..plan.join import RulePlan
 from ..plan.kept import keep_statistics, kept_statistics, statistics
 from . import filter as filters
-from . import history, listing, vocabulary
+from . import listing, validity, vocabulary
 from .conditions import Cond
 from .decide import Decider, decision_relation
 from .explain import Explanation, Limits, Prover, explain_goal
@@ -107,6 +107,7 @@ class Reasoner(Writes):
             store.update(dict.fromkeys(given))
         self._db: Database | None = None
         self._lock = threading.RLock()
+        self._clock = validity.clock(self)  # facts valid in an interval (validity.py)
         self._goals = Goals(program)
         #: what listing needs to group interchangeable resources (listing.py ``kinds``)
         self._symmetry: tuple[dict[str, tuple[int, ...]], set[ir.Value]] | None = None
@@ -191,12 +192,12 @@ class Reasoner(Writes):
         with self._lock:
             initial = self._initial
             if self._db is not None or initial is None:
-                for rel in rows:
+                for rel in rows.keys() - {VALID}:
                     self._relation(rel)
                 ins, _ = self._delta({rel: dict.fromkeys(rs, True) for rel, rs in rows.items()})
                 self._apply(ins, {}, self._watch, revision)
                 return
-            for rel, rs in rows.items():
+            for rel, rs in self._clock.seed(rows).items():
                 self._relation(rel)
                 store = self._base.get(rel)
                 if store is None:
@@ -211,7 +212,7 @@ class Reasoner(Writes):
                 return self._commit_journaled(self._journaled, tx, watch, if_revision, meta)
             if if_revision is not None and if_revision != self.revision:
                 raise RevisionConflict(if_revision, self.revision)
-            ins, dels = self._delta(tx.ops)
+            ins, dels = self._delta(self._clock.expand(tx))
             if not ins and not dels:
                 return Changes({}, self.program.derived, self.revision)
             return self._apply(ins, dels, watch, self.revision + 1)
@@ -229,7 +230,7 @@ class Reasoner(Writes):
                 self._catch_up_from(j, locked)
             if if_revision is not None and if_revision != self.revision:
                 raise RevisionConflict(if_revision, self.revision)
-            mem_ins, mem_dels, ins, dels = j.split(tx.ops)
+            mem_ins, mem_dels, ins, dels = j.split(self._clock.expand(tx))
             visible[:] = [(mem_ins, mem_dels), (ins, dels)]
             return ins, dels
 
@@ -244,7 +245,8 @@ class Reasoner(Writes):
         """The base rows of ``rel`` (derived relations' here; base-only relations' are stored
         once, in the database)."""
         base = self._base.get(rel)
-        return self._database().full[rel] if base is None else base
+        return self._clock.stored(rel, lambda: self._database().full[rel] if base is None
+                                  else base)
 
     def _delta(self, ops: dict[str, dict[ir.Row, bool]]) -> tuple[Delta, Delta]:
         """The net effect of a transaction's operations on the current base facts: the rows
@@ -256,6 +258,7 @@ class Reasoner(Writes):
         """Make a net change of base facts visible (maintaining what depends on it) as
         ``revision``; every row of ``ins`` is absent and every row of ``dels`` present."""
         with self._lock:
+            ins, dels = self._clock.translate(ins, dels)
             db = self._database()
             for rel, rows in ins.items():
                 base = self._base.get(rel)
@@ -293,7 +296,7 @@ class Reasoner(Writes):
                 for rel in {*ins, *dels, *changed}:
                     for v in self._dependents.get(rel, ()):
                         self._memo.pop(v, None)
-            changes = Changes(changed, self.program.derived, revision)
+            changes = Changes(changed, self.program.derived, revision, self._clock.passing)
             for fn in self.listeners:
                 fn(changes)
             return changes
@@ -441,6 +444,7 @@ class Reasoner(Writes):
         """A read's view: materialized relations, and virtual ones evaluated on demand. The
         previous read's view is used again (with the views of relations and indexes it made)
         while nothing changed: no transaction, no new plans, no answers dropped."""
+        self._clock.tick()
         last, db = self._last, self._db
         if last is not None:
             self._memo_entries += last.entries
@@ -535,9 +539,9 @@ class Reasoner(Writes):
             ctx = self._context()
             return {r: set(ctx.F[r]) for r in progress.each("relations", names, "relation")}
 
-    @history.asof
+    @validity.question
     def query(self, goal: str, at_least: int | None = None, *, at_revision: int | None = None,
-              as_of: object = None) -> Answers[dict[str, ir.Value]]:
+              as_of: object = None, now: object = None) -> Answers[dict[str, ir.Value]]:
         """Every binding of the goal's named variables, sorted (``.revision``: the revision
         answered at, ``at_least`` or later: see :meth:`wait_for`). ``at_revision``/``as_of``
         (also of check, list, who, explain): as it stood then (engine/answer/history.py)."""
@@ -589,10 +593,10 @@ class Reasoner(Writes):
                 if r not in self.program.virtual or ctx.full.get(r):
                     ctx.base_index(r, cols)
 
-    @history.asof
+    @validity.question
     def check(self, subject: str, operation: str, resource: str, at_least: int | None = None,
               strict: bool = False, *, at_revision: int | None = None,
-              as_of: object = None) -> Decision:
+              as_of: object = None, now: object = None) -> Decision:
         """Is ``decision(subject, operation, resource)`` true? (``allowed/3`` by convention).
 
         Goal-directed: only what this one question needs is evaluated. ``reasons`` names the
@@ -627,7 +631,7 @@ class Reasoner(Writes):
 
         return Prover(self.program, db.full, ctx, origin)
 
-    @history.asof
+    @validity.question
     def explain(self, goal: str, limits: Limits | None = None, *,
                 at_revision: int | None = None, as_of: object = None) -> Explanation:
         """Why the goal holds (a proof tree for its first answer), or why it has no answer (a
@@ -637,12 +641,12 @@ class Reasoner(Writes):
             ctx = self._context()
             return explain_goal(goal, g.rule, g.names, ctx, self.prover(ctx), limits)
 
-    @history.asof
+    @validity.question
     def list(
         self, subject: str, operation: str, type: str | None = None,
         within: str | None = None, at_least: int | None = None,
         after: ir.Value | None = None, limit: int | None = None, strict: bool = False, *,
-        at_revision: int | None = None, as_of: object = None,
+        at_revision: int | None = None, as_of: object = None, now: object = None,
     ) -> Answers[ir.Value]:
         """The resources ``subject`` may perform ``operation`` on, sorted; with ``type``, only
         resources of that type (in the relation declared ``@hierarchy(type)``: the prelude's
@@ -688,10 +692,10 @@ class Reasoner(Writes):
         arguments.question(("subject", "table"), (subject, table), at_least)
         return filters.row_filter(self, subject, table, relation, at_least)
 
-    @history.asof
+    @validity.question
     def who(self, operation: str, resource: str, at_least: int | None = None,
             strict: bool = False, *, at_revision: int | None = None,
-            as_of: object = None) -> Answers[ir.Value]:
+            as_of: object = None, now: object = None) -> Answers[ir.Value]:
         """The subjects that may perform ``operation`` on ``resource``, sorted."""
         arguments.question(("operation", "resource"), (operation, resource), at_least)
         return listing.who(self, operation, resource, at_least, strict)

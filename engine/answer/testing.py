@@ -81,16 +81,23 @@ class Coverage:
         }
 
 
-def run_test(
-    program: ir.Program, case: ir.TestCase, coverage: Coverage | None = None
-) -> TestResult:
-    """Evaluate the program with the test's facts added, then check each expectation."""
+def given(program: ir.Program, case: ir.TestCase) -> Reasoner:
+    """A reasoner over ``program`` with the test's given facts added (what its expectations
+    are asked of: the explorer asks a failing one's why-not of it too)."""
     r = Reasoner(program)
     by_rel: dict[str, list[ir.Row]] = {}
     for f in case.facts:
         by_rel.setdefault(f.rel, []).append(f.row)
     for rel, rows in by_rel.items():
         r.insert(rel, rows)
+    return r
+
+
+def run_test(
+    program: ir.Program, case: ir.TestCase, coverage: Coverage | None = None
+) -> TestResult:
+    """Evaluate the program with the test's facts added, then check each expectation."""
+    r = given(program, case)
     result = TestResult(case.name, case.file, case.span)
     for e in case.expects:
         answers = r.query(e.text)

@@ -100,8 +100,17 @@ def diff_programs(before: ir.Program, after: ir.Program, relation: str = "allowe
     if facts:
         for r in (r_before, r_after):
             r.seed({rel: rows for rel, rows in facts.items() if rel in r.program.relations}, 0)
-    old = r_before.rows(relation) if in_before else set()
-    new = r_after.rows(relation) if in_after else set()
+    return diff_reasoners(r_before, r_after, relation, proofs)
+
+
+def diff_reasoners(r_before: Any, r_after: Any, relation: str,
+                   proofs: bool = True) -> WhatIf:
+    """The rows of ``relation`` gained and lost from reasoner ``r_before`` to ``r_after``
+    (each with its proof in the side that holds it when ``proofs``): the comparison of
+    :func:`diff_programs`, over reasoners a caller already has (the explorer's served one and
+    its draft's). A relation one side's program lacks is empty there."""
+    old = r_before.rows(relation) if relation in r_before.program.relations else set()
+    new = r_after.rows(relation) if relation in r_after.program.relations else set()
     gained = tuple(_difference("+", relation, row, r_after if proofs else None)
                    for row in sorted(new - old, key=ir.row_key))
     lost = tuple(_difference("-", relation, row, r_before if proofs else None)

@@ -68,6 +68,7 @@ UNSUPPORTED = "unsupported-feature"
 #: what this backend refuses (code ``unsupported-feature``), and why
 REFUSED: dict[str, str] = {
     "explanations": "pyDatalog keeps no derivations, so `explain` has no proof to show",
+    "validity intervals": "this backend keeps facts without a clock",
 }
 
 _API = Span("<api>", 0, 0, 0, 0)
@@ -327,6 +328,8 @@ class PyDatalogReasoner(Writes):
     def __init__(self, program: ir.Program, watch: Iterable[str] | str = ()) -> None:
         """``watch``: virtual relations whose changes every transaction reports (``"all"``)."""
         self.program = program = arguments.program(program)
+        if program.validity:  # the rule files' facts with an interval
+            raise unsupported("validity intervals", None, REFUSED["validity intervals"])
         self._watch = arguments.relation_names(program, watch)
         self._tr = _Translator(program)
         self._lock = threading.RLock()
@@ -388,6 +391,8 @@ class PyDatalogReasoner(Writes):
         tx.changes = self._commit(tx, names | self._watch)
 
     def _commit(self, tx: Transaction, watch: frozenset[str]) -> Changes:
+        if tx.valid:
+            raise unsupported("validity intervals", None, REFUSED["validity intervals"])
         with self._active():
             ins: list[tuple[str, ir.Row]] = []
             dels: list[tuple[str, ir.Row]] = []

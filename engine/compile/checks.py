@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 
 from grantlog.grammar import ast
-from grantlog.grammar.diagnostics import Diagnostic, Span, error, warning
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error, warning
 from grantlog.grammar.facts import FactTable
 from grantlog.grammar.parser import ANNOTATION_ARGS, ANNOTATIONS, split_annotation
 
@@ -19,6 +19,7 @@ from ..core.analyses import graph_nodes, sccs
 from ..core.ir import derived_relation
 from ..core.suggest import Names, did_you_mean
 from ..core.terms import compare
+from ..core.times import Interval, instant, interval, validity_derived
 
 TYPES = ("string", "int", "any")
 
@@ -534,6 +535,48 @@ def check_derived_facts(u: Unit) -> None:
                     u.add(derived_relation(rel, rules[rel], t.atom_span(rel, i), "a fact of"))
 
 
+def fact_interval(c: ast.Clause) -> Interval | None:
+    """A fact's validity interval (``from TIME until TIME``; None: it has none): ``bad-time``
+    for a bound that is no time, ``empty-validity`` when it holds at no moment."""
+    if c.valid_from is None and c.valid_until is None:
+        return None
+    bounds: list[float | None] = []
+    for t in (c.valid_from, c.valid_until):
+        try:
+            bounds.append(None if t is None else instant(t.value, "time"))
+        except GrantlogError:
+            assert t is not None
+            raise GrantlogError([error(
+                "bad-time", f"`{t.value}` is not a time", t.span,
+                "write an ISO 8601 time in quotes, e.g. `\"2026-03-03T12:00:00Z\"` or "
+                "`\"2026-03-03\"` (UTC when no offset is given), or seconds since the "
+                "epoch")]) from None
+    return interval(bounds[0], bounds[1], c.span)
+
+
+def check_validity(u: Unit) -> None:
+    """validity-derived, bad-time, empty-validity: a fact's validity interval
+    (engine/answer/validity.py) is given to a base relation, in times, holding at some
+    moment; unsupported-feature: not in a test block (a test's facts hold throughout)."""
+    derived = {c.head.rel for c in u.clauses() if not c.is_fact}
+    for c in u.clauses():
+        if c.valid_from is None and c.valid_until is None:
+            continue
+        if c.head.rel in derived:
+            u.add(validity_derived(c.head.rel, c.span))
+        try:
+            fact_interval(c)
+        except GrantlogError as exc:
+            for d in exc.diagnostics:
+                u.add(d)
+    for c in u.test_clauses():
+        if c.valid_from is not None or c.valid_until is not None:
+            u.add(error("unsupported-feature", "a fact of a test block cannot carry a "
+                        "validity interval", c.span, "a test's facts hold throughout: give "
+                        "the facts valid at the moment the test is about, without `from` "
+                        "and `until`"))
+
+
 PASSES: list[tuple[str, Callable[[Unit], None]]] = [
     ("declarations", check_declarations),
     ("arity", check_arity),
@@ -543,6 +586,7 @@ PASSES: list[tuple[str, Callable[[Unit], None]]] = [
     ("stratification", check_stratification),
     ("names", check_names),
     ("derived-facts", check_derived_facts),
+    ("validity", check_validity),
 ]
 
 

@@ -10,7 +10,7 @@ from grantlog.grammar.formatter import body as format_body
 from ..core import ir
 from ..core.analyses import stratify
 from ..core.facts import Facts
-from .checks import Unit, body_atoms
+from .checks import Unit, body_atoms, fact_interval
 
 
 class _Fresh:
@@ -59,12 +59,16 @@ def lower(u: Unit, sources: dict[str, str], files: list[str]) -> ir.Program:
 
     rules: list[ir.Rule] = []
     facts = Facts()
+    validity: dict[str, dict[ir.Row, tuple[float, float]]] = {}
     counts: dict[str, int] = {}
     tables = dict(u.fact_tables())
     for i, m in enumerate(u.modules):
         for st in m.statements:
             if isinstance(st, ast.Clause) and st.is_fact:
                 facts.add(ir.Fact(st.head.rel, _row(st.head), st.head.span))
+                iv = fact_interval(st)
+                if iv is not None:  # engine/answer/validity.py
+                    validity.setdefault(st.head.rel, {})[_row(st.head)] = iv
         if i in tables:  # the module's fact lines, read into rows
             facts.add_table(tables[i])
     for c in u.clauses():
@@ -91,7 +95,8 @@ def lower(u: Unit, sources: dict[str, str], files: list[str]) -> ir.Program:
             )
             tests.append(ir.TestCase(st.name, m.file, tfacts, expects, st.span))
 
-    return ir.Program(relations, rules, facts, stratify(rules), tests, sources, files)
+    return ir.Program(relations, rules, facts, stratify(rules), tests, sources, files,
+                      validity=validity)
 
 
 __all__ = ["body_atoms", "lower", "lower_body", "stratify"]

@@ -54,7 +54,8 @@ def restrict(program: ir.Program, relations: Iterable[str]) -> ir.Program:
     return ir.Program(
         {n: r for n, r in program.relations.items() if n in keep}, rules,
         Facts.of(program.facts).restrict(keep), stratify(rules), [], program.sources,
-        program.files, [], program.decision, program.virtual & keep)
+        program.files, [], program.decision, program.virtual & keep,
+        validity={r: rows for r, rows in program.validity.items() if r in keep})
 
 
 __all__ = ["cone", "restrict"]

@@ -9,7 +9,7 @@ so a million facts cost their rows and four bytes each, not a node and a span ap
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from typing import Any, overload
 
 from grantlog.grammar.diagnostics import Span
@@ -82,6 +82,15 @@ class Facts(Sequence[Fact]):
         if len(parts) == 1:
             return parts[0].rows
         return list(itertools.chain.from_iterable(p.rows for p in parts))
+
+    def of_relation(self, rel: str, keep: Callable[[Row], bool] | None = None
+                    ) -> Iterator[Fact]:
+        """The facts of ``rel`` (those whose row ``keep`` accepts), each with its span (made
+        only for the facts yielded)."""
+        for p in self._parts.get(rel, ()):
+            for i, row in enumerate(p.rows):
+                if keep is None or keep(row):
+                    yield Fact(rel, row, p.span(i))
 
     def by_relation(self) -> dict[str, Sequence[Row]]:
         """Every relation's rows (do not modify them)."""

@@ -162,6 +162,9 @@ class Program:
     decision: str = "allowed"
     #: derived relations answered on demand instead of materialized (engine/compile/materialize.py)
     virtual: frozenset[str] = frozenset()
+    #: the rule files' facts with a validity interval: relation -> row -> (valid_from,
+    #: valid_until), seconds since the epoch, unbounded -inf/inf (engine/answer/validity.py)
+    validity: dict[str, dict[Row, tuple[float, float]]] = field(default_factory=dict)
     #: compiled artifacts shared by every Reasoner of this program (plans, generated code)
     compiled: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 

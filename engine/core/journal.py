@@ -37,7 +37,7 @@ from typing import Protocol
 from grantlog.grammar.diagnostics import GrantlogError
 
 from . import ir
-from .results import Delta
+from .results import VALID, Delta
 
 #: the code of the ``GrantlogError`` :meth:`JournalReader.since` raises for a revision whose
 #: successors the journal no longer keeps
@@ -160,5 +160,5 @@ def compacted(exc: GrantlogError) -> bool:
     return bool(exc.diagnostics) and exc.diagnostics[0].code == COMPACTED
 
 
-__all__ = ["COMPACTED", "Change", "Committed", "Entry", "Journal", "JournalReader", "Meta",
+__all__ = ["COMPACTED", "VALID", "Change", "Committed", "Entry", "Journal", "JournalReader", "Meta",
            "Snapshot", "compacted"]

@@ -81,6 +81,11 @@ class RevisionConflict(GrantlogError):
         self.actual = actual
 
 
+#: the reserved relation a journal keeps facts' validity intervals in (a fact with one is
+#: journaled as a row ``(relation, fact as a JSON array, valid_from, valid_until)`` of it, not
+#: in its own relation: engine/answer/validity.py); no program's relation has this name
+VALID = "@valid"
+
 #: base facts to add and to remove, per relation (a transaction's net effect)
 Delta = dict[str, set[ir.Row]]
 
@@ -96,21 +101,39 @@ class Transaction:
         self._check = check_rows or _as_rows
         self._constants = constants
         self.ops: dict[str, dict[ir.Row, bool]] = {}
+        #: the rows inserted with a validity interval: (valid_from, valid_until) as given
+        #: (engine/answer/validity.py checks and applies them)
+        self.valid: dict[str, dict[ir.Row, tuple[object, object]]] = {}
         self.changes: Changes = Changes({}, frozenset())
         #: the revision this transaction made (set when it commits)
         self.revision: int | None = None
 
-    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
-        self._add(rel, rows, True)
+    def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]], valid_from: object = None,
+               valid_until: object = None) -> None:
+        """``valid_from``, ``valid_until``: the facts count only from, and until (not
+        including), these times (either may be None: unbounded); see docs/history.md."""
+        self._add(rel, rows, True, None if valid_from is None and valid_until is None
+                  else (valid_from, valid_until))
 
     def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]]) -> None:
         self._add(rel, rows, False)
 
-    def _add(self, rel: str, rows: Iterable[Sequence[ir.Value]], present: bool) -> None:
+    def _add(self, rel: str, rows: Iterable[Sequence[ir.Value]], present: bool,
+             valid: tuple[object, object] | None = None) -> None:
         verb = "insert" if present else "retract"
         rel = arguments.text("rel", rel, f"name the relation, e.g. `{verb}(\"member\", ...)`")
+        if rel == VALID:  # a journal's interval rows as they are (a replay of its log):
+            # checked with the intervals (engine/answer/validity.py ``Clock.expand``)
+            rows = arguments.rows(rel, rows, verb, True)
+            self.ops.setdefault(rel, {}).update(dict.fromkeys(rows, present))
+            return
         checked = self._check(rel, arguments.rows(rel, rows, verb, self._constants))
         self.ops.setdefault(rel, {}).update(dict.fromkeys(checked, present))
+        if valid is not None:
+            self.valid.setdefault(rel, {}).update(dict.fromkeys(checked, valid))
+        elif rel in self.valid:  # the last write of a row wins
+            for row in checked:
+                self.valid[rel].pop(row, None)
 
 
 @dataclass
@@ -121,6 +144,9 @@ class Changes:
     derived_relations: frozenset[str] | set[str] = field(default_factory=frozenset)
     #: the revision the transaction made (the one it found when it changed nothing)
     revision: int = 0
+    #: not a transaction: the reasoner's clock passed validity intervals' edges, at this
+    #: moment (seconds since the epoch; engine/answer/validity.py)
+    moment: float | None = None
 
     def gained(self, rel: str) -> set[ir.Row]:
         c = self.by_relation.get(rel)
@@ -167,11 +193,14 @@ class Writes:
         raise NotImplementedError
 
     def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]], author: str | None = None,
-               reason: str | None = None, ticket: str | None = None) -> Changes:
+               reason: str | None = None, ticket: str | None = None, *,
+               valid_from: object = None, valid_until: object = None) -> Changes:
         """Add base facts to ``rel`` (rows already present are ignored); returns the changes.
-        ``author``, ``reason``, ``ticket``: who writes and why (as ``transaction``)."""
+        ``author``, ``reason``, ``ticket``: who writes and why (as ``transaction``).
+        ``valid_from``, ``valid_until``: the facts count only in that interval
+        (``Transaction.insert``)."""
         with self.transaction(**_given(author, reason, ticket)) as tx:
-            tx.insert(rel, rows)
+            tx.insert(rel, rows, valid_from, valid_until)
         return tx.changes
 
     def retract(self, rel: str, rows: Iterable[Sequence[ir.Value]], author: str | None = None,

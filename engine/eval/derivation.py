@@ -11,7 +11,7 @@ way: ``check`` with the code generated for its plans (its hot path), the others 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..core import ir
@@ -23,6 +23,8 @@ Env = dict[str, ir.Value]
 #: a read of the state: relation -> rows, and the index getter ``I(rel, cols)``
 Rows = Mapping[str, Mapping[ir.Row, int]]
 IndexFn = Callable[[str, tuple[int, ...]], Mapping[Any, Iterable[ir.Row]]]
+#: a body's atom order for some bound variables (body positions; None: no preference)
+Order = Callable[[ir.Rule, frozenset[str]], Sequence[int] | None]
 
 
 def heads(rules: Iterable[ir.Rule], row: ir.Row) -> Iterator[tuple[ir.Rule, Env]]:
@@ -47,7 +49,14 @@ def deriving_rule(rules: Iterable[ir.Rule], row: ir.Row,
 class Derivations:
     """The rule instances deriving rows of one program, over any state (``F``, ``index``)."""
 
-    def __init__(self, program: ir.Program) -> None:
+    def __init__(self, program: ir.Program, virtual: frozenset[str] = frozenset(),
+                 order: Order | None = None) -> None:
+        """``virtual``: relations answered on demand, which a plan reads after the stored
+        ones with as many columns bound (engine/plan/join.py ``Policy``); ``order``: the atom
+        order statistics choose for a body with some variables bound (None: bound columns
+        decide), e.g. engine/plan/demand.py ``DemandPlans.order``."""
+        self.virtual = virtual
+        self.order = order
         self.rules: dict[str, list[ir.Rule]] = {}
         for r in program.rules:
             self.rules.setdefault(r.head.rel, []).append(r)
@@ -59,7 +68,9 @@ class Derivations:
         k = (rule.index, tuple(sorted(bound)))
         p = self.plans.get(k)
         if p is None:
-            p = self.plans[k] = plan_bound(rule, set(k[1]))
+            p = self.plans[k] = plan_bound(
+                rule, set(k[1]), self.virtual,
+                None if self.order is None else self.order(rule, frozenset(k[1])))
         return p
 
     def heads(self, rel: str, row: ir.Row) -> Iterator[tuple[ir.Rule, Env]]:

@@ -114,7 +114,7 @@ def add_parser(sub: Any) -> None:
                     help="rule files, then the subject and the operation (with --rows: the "
                     "subject only)")
     sp.add_argument("--type", "-t", help="only resources with entity(resource, TYPE)")
-    sp.add_argument("--sql", choices=["sqlite", "postgres", "spark", "trino"],
+    sp.add_argument("--sql", choices=["sqlite", "postgres", "spark", "trino", "duckdb"],
                     help="render the filter as a SQL query in this dialect (needs --layout)")
     sp.add_argument("--layout", metavar="FILE",
                     help="the catalog table: a TOML file (table, id, type, parent, path)")

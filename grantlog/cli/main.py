@@ -28,7 +28,7 @@ GROUPS = (
     "grantlog.cli.rules", "grantlog.cli.authoring", "grantlog.cli.listing",
     "grantlog.cli.interop", "grantlog.spark_bridge.cli", "grantlog.store.cli",
     "grantlog.service.cli", "grantlog.service.replay", "grantlog.cli.diff", "grantlog.cli.plan",
-    "grantlog.cli.history", "grantlog.explorer.cli", "",
+    "grantlog.cli.history", "grantlog.cli.review", "grantlog.explorer.cli", "",
 )
 #: which group registers each command: a command line naming one builds (and imports) that
 #: group's parsers only, not the service's, the store's or Spark's (tests/test_cli_startup.py
@@ -40,7 +40,8 @@ COMMANDS = {
     "import": "grantlog.cli.interop", "spark": "grantlog.spark_bridge.cli",
     "store": "grantlog.store.cli", "serve": "grantlog.service.cli",
     "logs": "grantlog.service.replay", "diff": "grantlog.cli.diff", "plan": "grantlog.cli.plan",
-    "history": "grantlog.cli.history", "explore": "grantlog.explorer.cli", "completion": "",
+    "history": "grantlog.cli.history", "review": "grantlog.cli.review",
+    "explore": "grantlog.explorer.cli", "completion": "",
 }
 
 

@@ -13,6 +13,7 @@ from grantlog.engine.compile.restrict import restrict
 from grantlog.engine.core import progress
 from grantlog.engine.core.ir import Row, joined_keys, show_atom, show_value
 from grantlog.engine.core.ir import sorted_rows as ir_sorted_rows
+from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from grantlog.reasoner import Reasoner
 
 from .history import add_at, at
@@ -118,17 +119,39 @@ def cmd_query(a: argparse.Namespace) -> int:
 
 def cmd_explain(a: argparse.Namespace) -> int:
     files, goal = a.files, a.goal
+    no_past(a)
     r = load(a, files)
     with progress.task("explaining"):
         ex = r.explain(goal, **at(a))
+    if a.suggest and not ex.holds and a.format in ("text", "json"):
+        s = suggestions(a, r, goal)
+        out(ex.render() + "\n" + s.render() if a.format == "text" else json.dumps(
+            {**ex.to_dict(), "suggestions": s.to_dict()}, indent=2, ensure_ascii=False))
+        return EXIT_NO
     render = {"text": ex.render, "json": ex.to_json, "dot": ex.to_dot,
               "mermaid": ex.to_mermaid}[a.format]
     out(render())
     return EXIT_OK if ex.holds else EXIT_NO
 
 
+def suggestions(a: argparse.Namespace, r: Any, goal: str) -> Any:
+    """``--suggest``: the changes that would make ``goal`` hold (on the current facts)."""
+    with progress.task("suggesting"):
+        return r.suggest(goal, limit=a.suggest)
+
+
+def no_past(a: argparse.Namespace) -> None:
+    """``--suggest`` with ``--at``: refused before anything is answered."""
+    if a.suggest and at(a):
+        raise GrantlogError([error("bad-argument", "`--suggest` answers on the current facts, "
+                                   "not as of a past revision", Span("<command line>", 0, 0,
+                                                                     0, 0),
+                                   "leave out `--at` or `--suggest`")])
+
+
 def cmd_check(a: argparse.Namespace) -> int:
     files, subject, operation, resource = a.files, a.subject, a.operation, a.resource
+    no_past(a)
     r = load(a, files)
     with progress.task("deciding"):
         d = r.check(subject, operation, resource, strict=a.strict, **at(a))
@@ -142,6 +165,8 @@ def cmd_check(a: argparse.Namespace) -> int:
             payload["warnings"] = to_json(d.warnings)
         if a.explain:
             payload["explanation"] = r.explain(goal, **at(a)).to_dict()
+        if a.suggest and not d.allowed:
+            payload["suggestions"] = suggestions(a, r, goal).to_dict()
         out(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         verdict = "ALLOW" if d.allowed else "DENY"
@@ -150,6 +175,8 @@ def cmd_check(a: argparse.Namespace) -> int:
         out(f"{verdict} {goal}{why}{when}")
         if a.explain:
             out(r.explain(goal, **at(a)).render())
+        if a.suggest and not d.allowed:
+            out(suggestions(a, r, goal).render())
     return EXIT_OK if d.allowed else EXIT_NO
 
 
@@ -173,6 +200,7 @@ def add_parser(sub: Any) -> None:
                     "flowchart")
     sp.add_argument("--json", action="store_const", const="json", dest="format",
                     help="same as --format json")
+    add_suggest(sp)
     add_at(sp)
     sp.set_defaults(fn=cmd_explain)
 
@@ -180,5 +208,12 @@ def add_parser(sub: Any) -> None:
                      args=("SUBJECT", "OPERATION", "RESOURCE"), json=True)
     sp.add_argument("--explain", action="store_true",
                     help="print the proof (ALLOW) or the why-not tree (DENY)")
+    add_suggest(sp)
     add_at(sp)
     sp.set_defaults(fn=cmd_check)
+
+
+def add_suggest(sp: Any) -> None:
+    sp.add_argument("--suggest", type=int, nargs="?", const=5, default=0, metavar="N",
+                    help="when it does not hold: the N (default 5) smallest changes of facts "
+                    "that would make it hold, each checked by running it")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
 
@@ -30,7 +30,7 @@ from starlette.routing import Route
 
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 
-from . import ask, facts, rules
+from . import ask, coverage, facts, filters, rules, suggestions, whatif
 from .workspace import Workspace
 
 #: the largest request body accepted (the service's ``--max-body`` default)
@@ -108,8 +108,10 @@ async def _run(fn: Callable[[], Any]) -> Any:
                     "ask a narrower question") from None
 
 
-def create_app(ws: Workspace) -> Starlette:
-    """The explorer over workspace ``ws``."""
+def create_app(ws: Workspace, hosts: Sequence[str] | None = ("127.0.0.1", "localhost"),
+               ) -> Starlette:
+    """The explorer over workspace ``ws``, answering requests whose Host is one of ``hosts``
+    (None: any; the server it is mounted in checks it: grantlog/service/ui.py)."""
 
     def handled(fn: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
@@ -211,7 +213,12 @@ def create_app(ws: Workspace) -> Starlette:
         Route("/api/facts", handled(table)),
         Route("/api/pins", handled(pin), methods=["POST"]),
         Route("/api/pins/{pin}", handled(unpin), methods=["DELETE"]),
+        *whatif.routes(ws, handled, _body, _run),
+        *suggestions.routes(ws, handled, _body, _run),
+        *coverage.routes(ws, handled, _body, _run), *filters.routes(ws, handled, _body, _run),
+        *facts.routes(ws, handled, _body, _run),
     ]
-    hosts = ["127.0.0.1", "localhost"]
+    if hosts is None:  # mounted in a server that checks the Host itself (serve --ui)
+        return Starlette(routes=routes)
     return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware,
-                                                           allowed_hosts=hosts)])
+                                                           allowed_hosts=list(hosts))])

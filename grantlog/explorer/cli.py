@@ -31,6 +31,9 @@ def add_parser(sub: Any) -> None:
                     help="the port on 127.0.0.1 to listen on (8383; 0: any free port)")
     sp.add_argument("--no-open", action="store_true",
                     help="do not open the page in a browser")
+    sp.add_argument("--log", metavar="FILE",
+                    help="a decision log (`grantlog serve --decision-log FILE`) whose checks "
+                    "the what-if pane replays under the draft rules")
     sp.set_defaults(fn=cmd_explore)
 
 
@@ -45,6 +48,7 @@ def cmd_explore(a: argparse.Namespace) -> int:
     from .workspace import Workspace
 
     ws = Workspace.open(a.files, a.model, a.facts or [], a.store)
+    ws.log = a.log
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:

@@ -17,6 +17,7 @@ import grantlog
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 from grantlog.rules import model_path, models
 
+from . import facts as factpane
 from . import pins as pinned
 
 COMMAND_LINE = Span("<command line>", 0, 0, 0, 0)
@@ -50,6 +51,11 @@ class Workspace:
     warnings: list[Diagnostic] = field(default_factory=list)
     pins: pinned.Pins = field(default_factory=pinned.Pins)
     lock: threading.RLock = field(default_factory=threading.RLock)
+    #: the decision log the what-if pane replays (``--log FILE``; grantlog/explorer/whatif.py)
+    log: str | None = None
+    #: the facts pane's row edits (relation, inserted, retracted) kept without a store,
+    #: applied again after each recompile (grantlog/explorer/facts.py)
+    fact_edits: list[Any] = field(default_factory=list)
 
     @classmethod
     def open(cls, rules: Sequence[str], model: str | None, facts: Sequence[str],
@@ -100,6 +106,7 @@ class Workspace:
                 return list(e.diagnostics)
             reasoner = (grantlog.Reasoner(program) if self.store is None else
                         grantlog.Reasoner(program, store=self.store, follow=False))
+            self.fact_edits = factpane.replay(self.fact_edits, reasoner)
             old = self.reasoner
             self.program, self.reasoner = program, reasoner
             for d in self.docs:
@@ -109,6 +116,13 @@ class Workspace:
             if old is not None:
                 old.close()
             return self.warnings
+
+    def write_facts(self, rel: str, insert: list[Any], retract: list[Any],
+                    author: str | None = None, reason: str | None = None) -> dict[str, Any]:
+        """The facts pane's write: rows of base relation ``rel`` added and deleted as one
+        transaction (grantlog/explorer/facts.py's ``write``); the one method through which
+        the page changes facts, so a server mounting the explorer can guard it."""
+        return factpane.write(self, rel, insert, retract, author, reason)
 
     def close(self) -> None:
         with self.lock:

@@ -31,7 +31,7 @@ from starlette.routing import Route
 
 from grantlog.grammar.diagnostics import GrantlogError
 
-from . import decide, reads, writes
+from . import decide, reads, timelines, writes
 from .decide import FastCheck
 from .http import JSON, problem
 from .openapi import document
@@ -103,6 +103,7 @@ ROUTES = (
     ("/v1/filter", reads.filter_, "POST"),
     ("/v1/explain", reads.explain, "POST"),
     ("/v1/query", reads.query, "POST"),
+    ("/v1/timeline", timelines.timeline, "POST"),
     ("/v1/write", writes.write, "POST"),
     ("/v1/watch", writes.watch, "GET"),
     ("/v1/relations/{rel}", reads.relation_rows, "GET"),
@@ -131,6 +132,10 @@ def create_app(config: Config) -> FastCheck:
     # unauthenticated redirect would answer before the token is checked)
     app.router.redirect_slashes = False
     app.state.service = service
+    if config.ui:  # the explorer at /ui, behind the tokens (grantlog/service/ui.py)
+        from .ui import mount
+
+        app.state.ui = mount(app, service)
     return FastCheck(app, service)
 
 

@@ -87,6 +87,12 @@ def add_parser(sub: Any) -> None:
                     help="answer OPA's Data API (POST /v1/data/...) for a platform's plugin: "
                     "a shipped mapping (trino, polaris) or a mapping file (docs/opa.md); "
                     "repeatable")
+    sp.add_argument("--ui", action="store_true",
+                    help="also serve the explorer at /ui, behind the same tokens (one worker; "
+                    "prints a one-time sign-in link: docs/explorer.md)")
+    sp.add_argument("--ui-host", action="append", metavar="NAME",
+                    help="a Host name the /ui page is opened by, besides the loopback ones "
+                    "and --host (repeatable; no other is answered: no DNS rebinding)")
     for flag, kind, default, metavar, help in LIMITS:
         sp.add_argument(flag, type=kind, default=default, metavar=metavar, help=help)
     sp.add_argument("--strict", action="store_true", help=HELP_STRICT)
@@ -130,7 +136,13 @@ def cmd_serve(a: argparse.Namespace) -> int:
                     decision_log_max_bytes=a.decision_log_max_bytes,
                     decision_log_required=a.decision_log_required, opa=a.opa or [],
                     read_deadline=a.read_deadline, read_memory=a.read_memory * 2**20,
-                    readers=a.readers, max_rows=a.max_rows, read_cpu=a.read_cpu)
+                    readers=a.readers, max_rows=a.max_rows, read_cpu=a.read_cpu,
+                    ui=a.ui, ui_bind=a.host, ui_hosts=a.ui_host or [])
+    if a.ui and a.workers > 1:
+        raise GrantlogError([error("bad-option", "--ui serves from one worker (its sign-ins "
+                                   "live in the worker's memory)", here,
+                                   "drop --workers, or serve the page from a one-worker "
+                                   "server of the same store")])
     for flag, *_ in LIMITS:
         if not getattr(a, flag[2:].replace("-", "_")) > 0:
             raise GrantlogError([error("bad-option", f"{flag} must be positive", here)])
@@ -152,6 +164,8 @@ def cmd_serve(a: argparse.Namespace) -> int:
                          f"{program.digest}, listening on "
                          f"http{'s' if ssl else ''}://{a.host}:{a.port}\n")
         _announce(a, program, 1, ssl)
+        if a.ui:
+            _ui_link(app, a, ssl)
         uvicorn.run(app, host=a.host, port=a.port, log_level=a.log_level,
                     access_log=False, http=protocol.PATH, **ssl)
         return 0
@@ -189,6 +203,25 @@ def _announce(a: argparse.Namespace, program: Any, workers: int, ssl: dict[str, 
                                                  "policy": program.digest,
                                                  "workers": workers, "url": url}}) + "\n")
         sys.stderr.flush()
+
+
+def _ui_link(app: Any, a: argparse.Namespace, ssl: dict[str, Any]) -> None:
+    """Where the page is: with tokens, a one-time sign-in link (the ``check`` scope: to view
+    and ask; its code is in the fragment, which no request carries)."""
+    gate = app.state.ui
+    host = "127.0.0.1" if a.host in ("0.0.0.0", "::") else a.host
+    host = f"[{host}]" if ":" in host else host
+    url = f"http{'s' if ssl else ''}://{host}:{a.port}/ui/"
+    if gate.sessions.tokens.enabled:
+        code = gate.sessions.link(frozenset({"check"}))
+        url = f"{url}login#{code}"
+        sys.stderr.write(f"grantlog serve: the explorer: {url} (one use, within 10 minutes, "
+                         "to view and ask; to edit, sign in with an admin token at /ui/login)"
+                         "\n")
+    else:
+        sys.stderr.write(f"grantlog serve: the explorer: {url} (no tokens: open for viewing; "
+                         "editing needs --tokens)\n")
+    sys.stderr.flush()
 
 
 def _check_listen(host: str, port: int) -> None:

@@ -24,7 +24,16 @@ _AT = {"at_revision": {**_REV, "description": "answer as of this revision (not w
        "as_of": {"type": ["string", "number"],
                  "description": "answer as of this time (ISO 8601, a date being its midnight "
                                 "UTC, or seconds since the epoch): the last revision "
-                                "committed by then"}}
+                                "committed by then"},
+       "now": {"type": ["string", "number"],
+               "description": "read facts' validity intervals at this time (default: the "
+                              "clock; with `as_of`: that time)"}}
+#: facts inserted with a validity interval (docs/history.md "Expiring and scheduled grants")
+_TIMED = {"type": "array", "items": {"type": "object", "required": ["relation", "rows"],
+                                     "properties": {
+                                         "relation": _STR, "rows": {"type": "array"},
+                                         "valid_from": {"type": ["string", "number", "null"]},
+                                         "valid_until": {"type": ["string", "number", "null"]}}}}
 _META = {"author": {**_STR, "description": "who writes (default: the token's `name=`)"},
          "reason": {**_STR, "description": "why"},
          "ticket": {**_STR, "description": "a change request or ticket, free text"}}
@@ -130,9 +139,17 @@ def document() -> dict[str, Any]:
                                {"goal": _STR, "at_least_revision": _REV,
                                 "limit": {"type": "integer"}, "cursor": _STR, **_AT},
                                _json({"type": "object"})),
+            "/v1/timeline": _post(
+                "when decisions held (docs/history.md): one decision's intervals (with "
+                "`proofs`: the why at each start, the why-not at each end), a resource's "
+                "(who gained and lost it) or a subject's (what it gained and lost)", [],
+                {"subject": _STR, "operation": _STR, "resource": _STR,
+                 "since": {"type": ["integer", "string"]},
+                 "until": {"type": ["integer", "string"]}, "proofs": {"type": "boolean"},
+                 "at_least_revision": _REV}, _json({"type": "object"})),
             "/v1/write": _post("insert and retract base facts as one transaction", [],
                                {"insert": {"type": "object"}, "retract": {"type": "object"},
-                                "if_revision": _REV,
+                                "timed": _TIMED, "if_revision": _REV,
                                 "watch": {"type": "array", "items": _STR}, **_META},
                                _json({"type": "object", "properties": {
                                    "revision": _REV, "changes": {"type": "object"}}}),

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from grantlog.engine.answer import validity
 from grantlog.engine.compile.compiler import compile_program
 from grantlog.engine.core import ir
 from grantlog.engine.core.facts import Facts
@@ -101,7 +102,8 @@ def carried_facts(old: Any, program: ir.Program) -> dict[str, set[ir.Row]]:
     reasoner of the new ``program`` — refused where the new rules changed a relation's columns
     or dropped a relation that has such facts (the same rules as a store's schema check)."""
     own = {rel: set(rows) for rel, rows in Facts.of(old.program.facts).by_relation().items()}
-    facts = {rel: rows - own.get(rel, set()) for rel, rows in old.base_facts().items()}
+    facts = {rel: rows - own.get(rel, set())  # intervals kept (engine/answer/validity.py)
+             for rel, rows in validity.journaled_facts(old).items()}
     facts = {rel: rows for rel, rows in facts.items() if rows}
     recorded = {rel: (schema.table(r).spec(), len(facts.get(rel, ())))
                 for rel, r in old.program.relations.items()}

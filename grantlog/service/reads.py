@@ -25,10 +25,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from grantlog.engine.answer import history
+from grantlog.engine.answer import history, validity
 from grantlog.engine.answer.decide import decide_or_deny
 from grantlog.engine.answer.vocabulary import to_json
 from grantlog.engine.core import ir
+from grantlog.engine.core.times import instant
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 
 from .http import BadRequest, cursor_value, get_int, get_str, get_strict, here, nat
@@ -101,16 +102,24 @@ def when(data: dict[str, Any]) -> dict[str, Any]:
                          "of seconds since the epoch")
     if rev is not None and as_of is not None:
         raise BadRequest(422, "bad-request", "give `at_revision` or `as_of`, not both")
-    return {"at_revision": rev} if rev is not None else \
-        {"as_of": as_of} if as_of is not None else {}
+    now = data.get("now")  # the moment facts' validity intervals are read at
+    if now is not None and (isinstance(now, bool) or not isinstance(now, str | int | float)):
+        raise BadRequest(422, "bad-request", "`now` must be an ISO 8601 time or a number of "
+                         "seconds since the epoch")
+    return ({"at_revision": rev} if rev is not None else {"as_of": as_of}
+            if as_of is not None else {}) | ({"now": now} if now is not None else {})
 
 
 def _at(r: Any, moment: dict[str, Any] | None) -> Any:
     """The reasoner that answers at ``moment`` (:func:`when`): ``r`` itself, or the read-only
-    reasoner of that past revision."""
+    reasoner of that past revision; with ``now``, of the facts valid then
+    (engine/answer/validity.py)."""
     if not moment:
         return r
-    return history.past(r, moment.get("at_revision"), moment.get("as_of"))
+    if "at_revision" in moment or "as_of" in moment:
+        r = history.past(r, moment.get("at_revision"), moment.get("as_of"))
+    now = moment.get("now", moment.get("as_of"))  # as of a time: its intervals then, too
+    return r if now is None else validity.at(r, instant(now, "now"))
 
 
 # -- what the snapshots run (module-level functions: they travel by name) -----------------------

@@ -50,7 +50,7 @@ def add_parser(sub: Any) -> None:
     rp.set_defaults(fn=cmd_replay)
 
 
-def _entries(paths: list[str]) -> list[tuple[str, int, dict[str, Any]]]:
+def entries(paths: list[str]) -> list[tuple[str, int, dict[str, Any]]]:
     """The entries of the logs, in order. A torn last line (not JSON and no newline at the
     end: the writer stopped mid-line, on a full disk or a crash) is skipped with a warning on
     stderr; any other line that is not an entry is an error."""
@@ -88,39 +88,49 @@ def _entries(paths: list[str]) -> list[tuple[str, int, dict[str, Any]]]:
     return out
 
 
+def replay(logged: list[tuple[str, int, dict[str, Any]]], r: Any, proofs: bool = True,
+           ) -> tuple[list[dict[str, Any]], int, int, int]:
+    """Re-decide the logged checks of ``logged`` (:func:`entries`) with reasoner ``r``:
+    (the entries whose decision would change, each ``{at, goal, was, now, logged_revision,
+    logged_policy, request_id}`` with its ``explanation`` under ``r`` when ``proofs``; how many
+    were replayed; how many were masked; how many were not decisions)."""
+    changed: list[dict[str, Any]] = []
+    masked = replayed = other = 0
+    for path, no, e in logged:
+        inp = e["input"]
+        result = e.get("result")
+        if not isinstance(result, dict) or not isinstance(result.get("allowed"), bool):
+            other += 1  # a read's answer (list, who, ...) or an OPA lookup: no decision
+            continue
+        triple = tuple(inp.get(k) for k in ("subject", "operation", "resource"))
+        if MASK in triple or not all(isinstance(x, str) for x in triple):
+            masked += 1
+            continue
+        replayed += 1
+        s, o, res = triple
+        assert isinstance(s, str) and isinstance(o, str) and isinstance(res, str)
+        was = result["allowed"]
+        d = r.check(s, o, res)
+        if d.allowed == was:
+            continue
+        goal = ir.show_atom(r.program.decision, (s, o, res))
+        item: dict[str, Any] = {"at": f"{path}:{no}", "goal": goal, "was": was,
+                                "now": d.allowed, "logged_revision": e.get("revision"),
+                                "logged_policy": e.get("policy"),
+                                "request_id": e.get("request_id")}
+        if proofs:
+            item["explanation"] = r.explain(goal)
+        changed.append(item)
+    return changed, replayed, masked, other
+
+
 def cmd_replay(a: argparse.Namespace) -> int:
 
     program = compile_rules(rule_files(a, a.rules), a.strict)
-    entries = _entries(a.logs)
+    logged = entries(a.logs)
     r = reasoner(a, program)
-    changed: list[dict[str, Any]] = []
-    masked = replayed = other = 0
     try:
-        for path, no, e in entries:
-            inp = e["input"]
-            result = e.get("result")
-            if not isinstance(result, dict) or not isinstance(result.get("allowed"), bool):
-                other += 1  # a read's answer (list, who, ...) or an OPA lookup: no decision
-                continue
-            triple = tuple(inp.get(k) for k in ("subject", "operation", "resource"))
-            if MASK in triple or not all(isinstance(x, str) for x in triple):
-                masked += 1
-                continue
-            replayed += 1
-            s, o, res = triple
-            assert isinstance(s, str) and isinstance(o, str) and isinstance(res, str)
-            was = result["allowed"]
-            d = r.check(s, o, res)
-            if d.allowed == was:
-                continue
-            goal = ir.show_atom(program.decision, (s, o, res))
-            item: dict[str, Any] = {"at": f"{path}:{no}", "goal": goal, "was": was,
-                                    "now": d.allowed, "logged_revision": e.get("revision"),
-                                    "logged_policy": e.get("policy"),
-                                    "request_id": e.get("request_id")}
-            if not a.no_proofs:
-                item["explanation"] = r.explain(goal)
-            changed.append(item)
+        changed, replayed, masked, other = replay(logged, r, proofs=not a.no_proofs)
         revision = r.revision
     finally:
         r.close()

@@ -19,12 +19,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from grantlog.engine.core import ir
+from grantlog.engine.core.times import show
 from grantlog.grammar.diagnostics import GrantlogError, error
 from grantlog.reasoner import Reasoner
 from grantlog.store import StoredPolicy
 from grantlog.store.records import policy_conflict
 
 from . import auth, http, metrics, policy
+from .clock import Ticker
 from .decisionlog import DecisionLog
 from .http import BadRequest, Redactor, diag_dict, here, problem
 from .snapshots import Snapshots
@@ -78,6 +80,11 @@ class Config:
     install: bool = True
     #: create the store when it does not exist (``--create``; else ``store-not-found``)
     create: bool = False
+    #: mount the explorer at /ui (``--ui``: grantlog/service/ui.py), answering the Host names
+    #: of the bound address ``ui_bind``, the loopback ones and ``ui_hosts``
+    ui: bool = False
+    ui_bind: str = "127.0.0.1"
+    ui_hosts: list[str] | None = None
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -139,6 +146,8 @@ class Service:
         self.feed_floor = self.reasoner.revision
         self.watchers: set[tuple[asyncio.AbstractEventLoop, asyncio.Queue[dict[str, Any]]]] \
             = set()
+        #: moves the clock to each validity edge (grantlog/service/clock.py)
+        self._ticker = Ticker(lambda: self.reasoner)
         #: what the service hears of every applied transaction (moved along on a swap)
         self._listeners = [self._applied]
         if self.watched:  # nothing to feed otherwise
@@ -248,6 +257,7 @@ class Service:
     def close(self) -> None:
         if self._watcher is not None:
             self._watcher.stop.set()
+        self._ticker.close()
         self.snapshots.close()
         self.reasoner.close()
         if self.dlog is not None:
@@ -255,6 +265,7 @@ class Service:
 
     def _applied(self, changes: Any) -> None:
         self.metrics.revision.set(changes.revision)
+        self._ticker.wake.set()  # the transaction may have brought an edge nearer
 
     def _on_change(self, changes: Any) -> None:
         entry = {"revision": changes.revision,
@@ -263,6 +274,8 @@ class Service:
                                    "lost": sorted((list(r) for r in changes.lost(rel)),
                                                   key=ir.row_key)}
                              for rel in self.watched}}
+        if getattr(changes, "moment", None) is not None:  # an interval's edge, not a write
+            entry["at"] = show(changes.moment)
         with self._feed_lock:
             if len(self.feed) == self.feed.maxlen:
                 self.feed_floor = self.feed[0]["revision"]

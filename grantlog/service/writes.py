@@ -33,16 +33,37 @@ def _rows(data: dict[str, Any], key: str) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
+def _timed(data: dict[str, Any]) -> list[tuple[str, list[tuple[Any, ...]], Any, Any]]:
+    """``timed``: [{relation, rows, valid_from?, valid_until?}]: rows inserted with a validity
+    interval (each bound an ISO 8601 time or seconds since the epoch; docs/history.md)."""
+    groups = data.get("timed", [])
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+        raise BadRequest(422, "bad-request", "`timed` must be a list of {relation, rows, "
+                         "valid_from?, valid_until?}")
+    out = []
+    for g in groups:
+        rel = get_str(g, "relation")
+        bounds = [g.get(k) for k in ("valid_from", "valid_until")]
+        if any(b is not None and (isinstance(b, bool) or not isinstance(b, str | int | float))
+               for b in bounds):
+            raise BadRequest(422, "bad-request", "`valid_from` and `valid_until` must be ISO "
+                             "8601 times or numbers of seconds since the epoch")
+        out.append((str(rel), _rows({"rows": {rel: g.get("rows")}}, "rows")[str(rel)],
+                    *bounds))
+    return out
+
+
 @endpoint("write", "write")
 async def write(svc: Service, request: Request) -> Response:
-    """POST /v1/write {insert?: {rel: [rows]}, retract?: {...}, if_revision?, watch?: [rel],
-    author?, reason?, ticket?}: ``author`` defaults to the token's ``name=`` (auth.py); the
-    three are recorded with the transaction (docs/history.md)"""
+    """POST /v1/write {insert?: {rel: [rows]}, retract?: {...}, timed?: [{relation, rows,
+    valid_from?, valid_until?}], if_revision?, watch?: [rel], author?, reason?, ticket?}:
+    ``author`` defaults to the token's ``name=`` (auth.py); the three are recorded with the
+    transaction (docs/history.md)"""
     data = await svc.body(request)
     meta = {k: get_str(data, k, False) for k in ("author", "reason", "ticket")}
     if meta["author"] is None:
         meta["author"] = svc.tokens.name(request.headers.get("authorization"))
-    ins, dels = _rows(data, "insert"), _rows(data, "retract")
+    ins, dels, timed = _rows(data, "insert"), _rows(data, "retract"), _timed(data)
     if_revision = get_int(data, "if_revision")
     watch = data.get("watch", svc.watched)
     if not isinstance(watch, list) or not all(isinstance(w, str) for w in watch):
@@ -55,6 +76,8 @@ async def write(svc: Service, request: Request) -> Response:
                 tx.retract(rel, rows)
             for rel, rows in ins.items():
                 tx.insert(rel, rows)
+            for rel, rows, since, until in timed:
+                tx.insert(rel, rows, since, until)
         derived = {r: c for r, c in tx.changes.to_dict().items() if r in set(watch)}
         return {"revision": tx.revision, "changes": derived}
 
@@ -96,7 +119,9 @@ KEEPALIVE = 15.0
 @endpoint("watch", "check")
 async def watch(svc: Service, request: Request) -> Response:
     """GET /v1/watch?since=REV&relation=REL&format=sse|ndjson: each transaction's gained and
-    lost rows of the watched relation, from after ``since`` (default: now) and then live"""
+    lost rows of the watched relation, from after ``since`` (default: now) and then live;
+    also, live, those of each validity interval's edge passed (``at``: its time, ISO 8601,
+    at the same revision)"""
     params = request.query_params
     rel = params.get("relation", svc.decision)
     if rel not in svc.watched:
@@ -114,7 +139,8 @@ async def watch(svc: Service, request: Request) -> Response:
                 return b"event: policy\ndata: " + body + b"\n\n"
             return body + b"\n"
         body = orjson.dumps({"revision": entry["revision"], "relation": rel,
-                             **entry["changes"][rel]})
+                             **entry["changes"][rel], **({"at": entry["at"]} if "at" in entry
+                                                         else {})})
         if sse:
             return b"id: %d\nevent: change\ndata: " % entry["revision"] + body + b"\n\n"
         return body + b"\n"
@@ -133,8 +159,8 @@ async def watch(svc: Service, request: Request) -> Response:
                     continue
                 if "policy" in entry:
                     yield event(entry)
-                elif entry["revision"] > last:
-                    last = entry["revision"]
+                elif entry["revision"] > last or "at" in entry:  # a transaction, or an
+                    last = entry["revision"]  # interval's edge passed (no new revision)
                     yield event(entry)
         finally:
             svc.unsubscribe(queue)

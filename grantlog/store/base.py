@@ -42,11 +42,11 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from grantlog.engine.core import ir
-from grantlog.engine.core.journal import Meta
+from grantlog.engine.core.journal import VALID, Meta
 from grantlog.engine.core.results import Delta
 from grantlog.grammar.diagnostics import GrantlogError
 
-from . import schema
+from . import checkpoints, schema
 from .digest import MASK, add_log, digest, hex64
 from .records import Listener, Revision, StoredPolicy, group, policy_conflict, q, store_error
 
@@ -305,11 +305,12 @@ class Store(ABC):
                 wanted = schema.stored_relations(program)
                 for rel in add:
                     self._create_table(cur, wanted[rel])
-                self.tables = {rel: schema.table(program.relations[rel])
+                self.tables = {rel: schema.table_of(program, rel)
                                for rel in {*recorded, *add} if rel not in drop}
                 # a derived relation's table is created with its first base fact
                 self._pending_tables = {r: schema.table(rel)
                                         for r, rel in program.relations.items()}
+                self._pending_tables[VALID] = schema.validity_table()
                 self._commit(cur)
             except BaseException:
                 self._rollback(cur)
@@ -570,6 +571,7 @@ class Store(ABC):
                 if not w.changed:
                     (self._commit if w.keep else self._rollback)(cur)
                     return
+                checkpoints.committed(self, cur, w.next)  # every N revisions, when asked
                 self._finish(cur, w.next, time.time(), w._added, w._removed,
                              None if w._digest is None or not self._checksums
                              else hex64(w._digest), w.meta)
@@ -616,9 +618,14 @@ class Store(ABC):
     def _analyze(self, cur: Any) -> None:  # noqa: B027 (optional: a dialect may do nothing)
         """Refresh the planner's statistics after a big transaction (a bulk load)."""
 
-    def compact(self, keep: int) -> int:
-        """Drop the change log of all but the last ``keep`` transactions (their facts stay);
-        followers further behind reload. Returns the number of log rows removed.
+    def compact(self, keep: int | None = None, *, before_time: float | None = None,
+                before_revision: int | None = None) -> int:
+        """Drop the change log up to a new horizon (the facts stay; followers further behind
+        reload); returns the number of log rows removed. Exactly one of: ``keep``, the last
+        ``keep`` transactions; ``before_time`` (seconds since the epoch), every revision in
+        force at or after that time (the horizon: the last one committed at or before it);
+        ``before_revision``, every revision from it on (it becomes the horizon). The horizon
+        never moves back; kept transactions keep their time, author, reason and ticket.
 
         The checkpoint moves to the new horizon first: the facts at the old one plus the
         log rows dropped, per relation, as a count and a digest (so that a verification
@@ -626,10 +633,11 @@ class Store(ABC):
         (a store compacted before checkpoints were kept), it is taken from the tables as they
         are, minus the log kept after the horizon: from then on they are checked again."""
         with self.writing() as w:
-            horizon = max(w.horizon, w.revision - max(keep, 0))
             cur = w.cur
+            horizon = checkpoints.horizon(self, w, keep, before_time, before_revision)
             self._upgrade(cur)
             self._checkpoint(cur, w.horizon, horizon)
+            checkpoints.compacted(self, cur, horizon)  # the temporal table, where kept
             cur.execute(self._sql("DELETE FROM grantlog_log WHERE revision <= ?"), (horizon,))
             removed = int(cur.rowcount or 0)
             cur.execute(self._sql("DELETE FROM grantlog_revisions WHERE revision <= ?"),
@@ -638,6 +646,11 @@ class Store(ABC):
                         (horizon,))
             w.keep = True
         return removed
+
+    def checkpoint(self, every: int | None = None) -> int:
+        """Fold the change log into the temporal table now (and every ``every`` revisions
+        from now on; 0 stops that): grantlog/store/checkpoints.py. Returns its revision."""
+        return checkpoints.checkpoint(self, every)
 
     def _checkpoint(self, cur: Any, old: int, new: int) -> None:
         """Move the checkpoint from horizon ``old`` to ``new`` (see :meth:`compact`)."""

@@ -8,7 +8,8 @@
     grantlog store dump STORE (--model ... | --rules ...) -o OUT [--format gl|csv|jsonl|parquet]
     grantlog store log STORE [--since REV] [--limit N] [--derived REL --model/--rules ...]
     grantlog store stats STORE
-    grantlog store compact STORE --keep N
+    grantlog store compact STORE (--keep N | --keep AGE | --keep-revision R)
+    grantlog store checkpoint STORE [--every N]
     grantlog store verify STORE [--limit N]
 
 ``--rules FILE`` names one rule file and may be repeated (``--rules a.gl --rules b.gl``);
@@ -105,10 +106,19 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(fn=cmd_log)
     p = add("stats", "sizes: facts per relation, the change log, bytes", None)
     p.set_defaults(fn=cmd_stats)
-    p = add("compact", "drop the change log of all but the last N transactions", None)
-    p.add_argument("--keep", type=int, required=True, metavar="N",
-                   help="keep the change log of the last N transactions")
+    p = add("compact", "drop the change log older than what --keep or --keep-revision keeps",
+            None)
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--keep", metavar="N|AGE", help="keep the change log of the last N "
+                     "transactions, or of the last AGE (a duration: 400d, 12h, 30m, 90s)")
+    how.add_argument("--keep-revision", "--before", dest="keep_revision", type=int,
+                     metavar="R", help="keep revision R and every later one (R becomes the "
+                     "oldest revision as-of answers reach)")
     p.set_defaults(fn=cmd_compact)
+    p = add("checkpoint", "fold the change log into the checkpoint (fast as-of answers)", None)
+    p.add_argument("--every", type=int, metavar="N", help="from now on, fold it after every N "
+                   "revisions too (0: stop)")
+    p.set_defaults(fn=cmd_checkpoint)
     p = add("verify", "check the tables against the change log (exit 1: corrupt)", None)
     p.add_argument("--limit", type=int, default=20, metavar="N",
                    help="show at most N facts or rows of each problem (default 20)")
@@ -212,13 +222,53 @@ def cmd_compact(a: argparse.Namespace) -> int:
     st = open_store(a.store, create=False)
     try:
         st.attach()
-        removed = st.compact(a.keep)
+        if a.keep_revision is not None:
+            removed = st.compact(before_revision=a.keep_revision)
+        elif a.keep.isdigit():
+            removed = st.compact(int(a.keep))
+        else:
+            removed = st.compact(before_time=time.time() - duration(a.keep))
         rev, hor = st.head()
     finally:
         st.close()
     _out(a, {"removed_log_rows": removed, "revision": rev, "horizon": hor},
          f"removed {plural(removed, 'log row')}; the log now starts after revision {hor}")
     return 0
+
+
+def cmd_checkpoint(a: argparse.Namespace) -> int:
+    if a.every is not None and a.every < 0:
+        raise GrantlogError([error("bad-option", "--every must be at least 0",
+                                   Span("<command line>", 0, 0, 0, 0))])
+    st = open_store(a.store, create=False)
+    try:
+        st.attach()
+        at = st.checkpoint(a.every)
+    finally:
+        st.close()
+    every = "" if not a.every else f"; again every {plural(a.every, 'revision')}"
+    _out(a, {"checkpoint": at, "every": a.every}, f"checkpoint at revision {at}{every}")
+    return 0
+
+
+#: seconds per unit of a ``--keep`` duration
+UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+def duration(text: str) -> float:
+    """A ``--keep`` age (``400d``, ``12h``, ``30m``, ``90s``, ``1.5d``) in seconds."""
+    number, unit = text[:-1], text[-1:]
+    try:
+        seconds = float(number) * UNITS[unit]
+    except (KeyError, ValueError):
+        seconds = -1.0
+    if not seconds >= 0:
+        raise GrantlogError([error("bad-option", f"--keep `{text}` is neither a number of "
+                                   "transactions nor a duration",
+                                   Span("<command line>", 0, 0, 0, 0),
+                                   "give a count (`--keep 1000`) or an age with a unit d, h, m "
+                                   "or s (`--keep 400d`)")])
+    return seconds
 
 
 def cmd_verify(a: argparse.Namespace) -> int:

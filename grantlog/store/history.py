@@ -31,6 +31,7 @@ from typing import Any
 from grantlog.engine.core import ir
 from grantlog.engine.core.journal import COMPACTED
 
+from . import checkpoints
 from .base import META_COLUMNS, Store
 from .records import StoredPolicy, decode_row, store_error
 
@@ -123,30 +124,16 @@ def snapshot_at(st: Store, revision: int) -> tuple[int, dict[str, list[ir.Row]]]
             for rel, t in st.tables.items():
                 out[rel] = st._fetch_all(cur, t)
             return revision, out
+        folded = checkpoints.facts_at(st, cur, revision)
+        if folded is not None:
+            return revision, folded
         if horizon == 0 and _forward(st, cur, revision):
             cur.execute(st._sql(f"SELECT relation, {key} FROM grantlog_log WHERE revision <= ? "
                                 f"GROUP BY relation, {key} HAVING SUM(sign) > 0"), (revision,))
             for rel, v in cur.fetchall():
                 out.setdefault(rel, []).append(decode(v))
             return revision, out
-        cur.execute(st._sql(f"SELECT relation, {key}, SUM(sign) FROM grantlog_log WHERE "
-                            f"revision > ? GROUP BY relation, {key} HAVING SUM(sign) <> 0"),
-                    (revision,))
-        later: dict[str, tuple[set[ir.Row], set[ir.Row]]] = {}
-        for rel, v, sign in cur.fetchall():
-            added, removed = later.setdefault(rel, (set(), set()))
-            (added if int(sign) > 0 else removed).add(decode(v))
-        for rel, t in st.tables.items():
-            rows = st._fetch_all(cur, t)
-            if rel in later:
-                added, removed = later[rel]
-                rows = [r for r in rows if r not in added]
-                rows += removed - set(rows)
-            out[rel] = rows
-        for rel, (_, removed) in later.items():  # a relation whose table is gone since
-            if rel not in st.tables and removed:
-                out[rel] = list(removed)
-        return revision, out
+        return revision, checkpoints.facts_at_horizon(st, cur, revision)
 
 
 #: how much more a log row costs to read than a table row (grouped by its JSON text, and

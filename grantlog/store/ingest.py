@@ -138,7 +138,13 @@ def read_gl(path: str, program: ir.Program, text: str | None = None) -> Rows:
         if not mine:
             del out[rel]
     for st in mod.statements:
-        if isinstance(st, ast.Clause) and st.is_fact and all(
+        if isinstance(st, ast.Clause) and (st.valid_from or st.valid_until):
+            wrong = error("unsupported-feature", "a fact file loaded into a store cannot give "
+                          "a validity interval", st.span, "write facts with an interval "
+                          "through the API (`insert(..., valid_from=, valid_until=)`) or the "
+                          "service's `timed` writes; rule files may carry them")
+            bad.append((st.span.line, st.span.col, functools.partial(_same, wrong)))
+        elif isinstance(st, ast.Clause) and st.is_fact and all(
                 isinstance(a, ast.Const) for a in st.head.args):
             row = tuple(a.value for a in st.head.args if isinstance(a, ast.Const))
             found = _bad(program, st.head.rel, row, st.head.span)

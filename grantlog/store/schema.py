@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grantlog.engine.core import ir
+from grantlog.engine.core.journal import VALID
 from grantlog.grammar.diagnostics import Diagnostic, Span, error
 
 #: the column kinds the stores know
@@ -51,6 +52,17 @@ def table(relation: ir.Relation) -> Table:
     return Table(relation.name, tuple(unique), kinds)
 
 
+def validity_table() -> Table:
+    """The table of the facts' validity intervals (``rel_@valid``): one row per fact written
+    with an interval, which is then not in its relation's table (engine/answer/validity.py)."""
+    return Table(VALID, ("relation", "fact", "valid_from", "valid_until"), ("string",) * 4)
+
+
+def table_of(program: ir.Program, rel: str) -> Table:
+    """The table of ``rel``: a relation of ``program``'s, or the intervals'."""
+    return validity_table() if rel == VALID else table(program.relations[rel])
+
+
 def stored_relations(program: ir.Program) -> dict[str, Table]:
     """The tables a program needs from the start: every relation no rule derives (base facts
     of a derived relation get a table when the first one is written)."""
@@ -73,6 +85,8 @@ def compare(program: ir.Program, recorded: dict[str, tuple[str, int]],
     drop: list[str] = []
     diags: list[Diagnostic] = []
     for rel, (spec, rows) in sorted(recorded.items()):
+        if rel == VALID:  # the intervals' table: the same for every program
+            continue
         relation = program.relations.get(rel)
         if relation is None:
             if rows:

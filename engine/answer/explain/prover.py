@@ -7,6 +7,13 @@ tree is as shallow as the evaluation allows, and recursion always terminates (:c
 Relations answered on demand have no levels: a non-recursive one takes any instance; a
 recursive (tabled) one takes an instance of least height, found by iterative deepening over
 its component, so its proofs are well-founded too.
+
+The instances of a rule deriving a row are found with its body planned as checks plan it:
+ordered by the reasoner's statistics (engine/plan/demand.py ``DemandPlans.order``), so a proof
+reads in proportion to the proof, not to the platform (`ancestor(A, C) :- ancestor(A, P),
+contains(P, C)` finds P as C's parent, not among everything below A). Among equally good
+instances the smallest binding is taken: the order a plan finds them in is not part of the
+answer.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ class Prover:
         self.virtual = program.virtual
         self.origin = base_origin
         self.memo: dict[tuple[str, ir.Row], Proof] = {}
-        self.derivations = Derivations(program)
+        self.derivations = Derivations(program, program.virtual, ctx.plans.order)
         #: recursive relations answered on demand (tabled): no levels, so proofs of their rows
         #: are found by iterative deepening over the relations of their component
         self.component: dict[str, frozenset[str]] = {
@@ -110,11 +117,17 @@ class Prover:
         if height <= 0 or self.fails_within.get(key, 0) >= height:
             return None
         same = self.component[rel]
-        for rule, env in self.derivations.of(rel, row, self.ctx.F, self.ctx.index):
-            if all(self.origin(a.rel, r) is not None
-                   or self._within(a.rel, r, height - 1) is not None
-                   for a in rule.body if isinstance(a, ir.Atom) and a.rel in same
-                   for r in (ground(a, env),)):
+        # the first rule with such an instance, its smallest binding (the order the plan,
+        # chosen from statistics, finds instances in is not part of the answer)
+        for rule, binding in self.derivations.heads(rel, row):
+            found = [env for env in self.derivations.instances(
+                rule, binding, self.ctx.F, self.ctx.index)
+                if all(self.origin(a.rel, r) is not None
+                       or self._within(a.rel, r, height - 1) is not None
+                       for a in rule.body if isinstance(a, ir.Atom) and a.rel in same
+                       for r in (ground(a, env),))]
+            if found:
+                env = min(found, key=lambda e: ir.row_key(e[k] for k in sorted(e)))
                 self.witness[key] = (height, rule, env)
                 return rule, env
         self.fails_within[key] = height

@@ -105,6 +105,10 @@ class WhyNot:
             self.rules.setdefault(r.head.rel, []).append(r)
         self.ctx = ctx
         self.prover = prover
+        #: the relations of each recursive relation's strongly connected component
+        self.component: dict[str, frozenset[str]] = {
+            rel: frozenset(st.relations) for st in program.strata if st.recursive
+            for rel in st.relations}
         self.limits = limits or Limits()
         self.nodes = 0
         self.done: set[tuple[Any, ...]] = set()
@@ -251,6 +255,11 @@ class WhyNot:
           the first: `schema_option(S, p_admin, P)` finds the admin permission of a schema
           before `user_permission(dave, P)` lists what dave holds.
 
+        Either way, of two equally ranked literals a recursive call (a relation of the head's
+        own recursive component) comes last: `ancestor(A, P), contains(P, C)` binds P from
+        C's parent (one row), not from everything below A (a subtree of the platform), so
+        the tree walks up from C and costs the path's length.
+
         A literal with one matching row binds its variables (`member(alice, G)`: G = eng, so
         the failure reads `grant(eng, delete, t1)`). One with no matching row stops the
         binding there ("no `member(dave, G)` at all"). Before choosing among several rows,
@@ -339,14 +348,18 @@ class WhyNot:
                 return
             # the next positive literal to bind variables (see the docstring); one without a
             # matching row stops the binding
-            choice: tuple[tuple[int, int], int] | None = None
+            choice: tuple[tuple[int, int, int], int] | None = None
+            same = self.component.get(rule.head.rel, frozenset())
             for j in sorted(rest):
                 lit = body[j]
                 if isinstance(lit, ir.Atom):
                     known = any(bound(t, env) for t in lit.args)
                     tied = linked and any(isinstance(t, ir.Var) and bound(t, env)
                                           for t in lit.args)
-                    rank = (0 if tied else 1 if known else 2, j)
+                    # of equal rank, a recursive call last: it may match a whole subtree
+                    # (`ancestor(A, P)` from A) where the step matches a row (`contains(P,
+                    # C)`: C's parent)
+                    rank = (0 if tied else 1 if known else 2, int(lit.rel in same), j)
                     if choice is None or rank < choice[0]:
                         choice = (rank, j)
             assert choice is not None, f"why-not: unplaceable literals in `{rule}`"
@@ -364,7 +377,7 @@ class WhyNot:
                         break
             rest.discard(j)
             matched = False
-            for row in sorted(rows, key=ir.row_key) if len(rows) > 1 else rows:
+            for row in ir.sorted_rows(rows) if len(rows) > 1 else rows:
                 env2 = dict(env)
                 ok = True
                 for c, t in enumerate(lit.args):

@@ -6,6 +6,7 @@ const $ = (sel) => document.querySelector(sel);
 const explorer = { state: null, doc: 0, seq: 0, shown: 0, diagnostics: [], cy: null,
                    answer: null, edits: 0 };
 window.explorer = explorer;
+explorer.answerHooks = [];  // functions (answer) called after an answer is drawn
 
 async function api(method, url, body) {
   const init = { method, headers: {} };
@@ -29,43 +30,26 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 
-// ---- the rules pane: colouring (the TextMate grammar's main patterns), marked lines ------
+// ---- the rules pane: colouring (static/highlight.js: the TextMate grammar), marked lines --
 
-// editors/vscode/syntaxes/grantlog.tmLanguage.json's scopes, as one alternation: comments,
-// strings, annotations, keywords, the rule arrow, variables, numbers
-const TOKENS = /(\/\/.*$)|("(?:\\.|[^"\\])*"?)|(@[a-z][A-Za-z0-9_]*)|\b(rel|import|test|expect|not)\b|(:-)|\b([A-Z_][A-Za-z0-9_]*)\b|((?<![A-Za-z0-9_])-?[0-9]+\b)/gm;
-const CLASSES = [null, "c", "s", "a", "k", "k", "v", "a"];
-
-function escapeHtml(s) {
-  return s.replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" }[c]));
-}
-
-function colour(line) {
-  let out = "", last = 0;
-  for (const m of line.matchAll(TOKENS)) {
-    const g = m.slice(1).findIndex((x) => x !== undefined) + 1;
-    out += escapeHtml(line.slice(last, m.index));
-    out += `<span class="${CLASSES[g]}">${escapeHtml(m[0])}</span>`;
-    last = m.index + m[0].length;
-  }
-  return out + escapeHtml(line.slice(last));
-}
+// line marks beside the diagnostics': other panes push a function (line number) -> class
+// name or "" (e.g. the rules no test fires); every line is an element with data-line
+explorer.lineMarks = [];
 
 function paintBackdrop() {
-  const text = $("#editor").value;
+  const lines = $("#editor").value.split("\n");
   const marks = new Map();
   for (const d of explorer.diagnostics) {
     if (d.doc !== explorer.doc || d.line < 1) continue;
     if (marks.get(d.line) !== "err") marks.set(d.line, d.severity === "error" ? "err" : "warn");
   }
-  const html = text.split("\n").map((line, i) => {
-    const cls = marks.get(i + 1);
-    const body = colour(line) || " ";
-    return cls ? `<span class="${cls}" data-line="${i + 1}">${body}</span>` : body;
-  });
-  $("#backdrop").innerHTML = html.join("\n") + "\n ";
+  // each line's coloured HTML and classes; highlight.js redraws only the lines that changed
+  const body = grantlogHighlight.lines(lines);
+  grantlogHighlight.paint($("#backdrop"), lines.map((line, i) => ({ body: body[i],
+    cls: ["ln", marks.get(i + 1), ...explorer.lineMarks.map((f) => f(i + 1))].filter(Boolean).join(" ") })));
   syncScroll();
 }
+window.paintBackdrop = paintBackdrop;
 
 function syncScroll() {
   $("#backdrop").scrollTop = $("#editor").scrollTop;
@@ -181,6 +165,7 @@ function renderAnswer(a) {
     if (a.more) box.append(el("div", {}, `and ${a.more} more`));
   }
   drawGraph(a.graph || null);
+  for (const f of explorer.answerHooks) f(a);  // other panes' reactions (suggest.js)
 }
 
 async function askNow(e) {
@@ -234,6 +219,8 @@ const DEPTH = 2;
 const LAYOUT = { name: "dagre", rankDir: "LR", nodeSep: 10, rankSep: 40, edgeSep: 6,
                  padding: 12 };
 
+const READABLE = 0.55;  // the smallest zoom whose 11px labels stay readable
+
 function relayout(cy) {
   const shown = cy.nodes().not(".hidden");
   cy.nodes().forEach((n) => {
@@ -242,8 +229,17 @@ function relayout(cy) {
     n.toggleClass("collapsed", below > 0);
     n.data("shown", below ? `${n.data("label")}\n⊕ ${below} more below` : n.data("label"));
   });
+  // a node shown again keeps the empty box it had while hidden unless measured afresh: dagre
+  // would then stack the opened nodes on top of each other
+  shown.forEach((n) => { n.boundingBox({ useCache: false }); });
   shown.union(shown.edgesWith(shown)).layout(LAYOUT).run();
   cy.fit(shown, 12);
+  // a proof too large to read whole starts at its goal, readable; the rest pans into view
+  if (cy.zoom() < READABLE) {
+    const goal = shown.filter((n) => n.incomers("node").not(".hidden").length === 0)[0] || shown[0];
+    cy.zoom(READABLE);
+    cy.pan({ x: 12 - goal.boundingBox().x1 * READABLE, y: cy.height() / 2 - goal.position("y") * READABLE });
+  }
   explorer.shownNodes = shown.length;
 }
 
@@ -252,6 +248,14 @@ function expandAll() {
   explorer.cy.nodes().removeClass("hidden");
   relayout(explorer.cy);
 }
+
+// a node's details, as the detail line (a tap, or a11y.js's keys) and the proof list say them
+function nodeDetail(d) {
+  return [d.fact || d.label, d.why && `[${d.why}]`, d.at && `at ${d.at}`,
+    d.bindings && `with ${d.bindings}`, d.doc, d.origin && `fact at ${d.origin}`,
+    d.steps && `${d.steps} hierarchy step(s)`].filter(Boolean).join("  ·  ");
+}
+explorer.nodeDetail = nodeDetail;
 
 function drawGraph(g) {
   const t0 = performance.now();
@@ -272,10 +276,7 @@ function drawGraph(g) {
       n.successors().nodes().filter((m) => m.data("depth") <= d.depth + 1).removeClass("hidden");
       relayout(cy);
     }
-    const bits = [d.fact || d.label, d.why && `[${d.why}]`, d.at && `at ${d.at}`,
-      d.bindings && `with ${d.bindings}`, d.doc, d.origin && `fact at ${d.origin}`,
-      d.steps && `${d.steps} hierarchy step(s)`].filter(Boolean);
-    $("#node-detail").textContent = bits.join("  ·  ");
+    $("#node-detail").textContent = nodeDetail(d);
   });
   explorer.cy = window.cy = cy;
   explorer.drawMs = performance.now() - t0;
@@ -335,6 +336,7 @@ async function loadFacts() {
   $("#facts").replaceChildren(el("thead", {}, head), el("tbody", {}, ...rows));
   $("#matched").textContent = `${t.matched} row${t.matched === 1 ? "" : "s"}` +
     (t.matched > t.rows.length ? ` (first ${t.rows.length} shown)` : "");
+  for (const f of explorer.factsHooks) f(t);  // static/facts.js: the edit controls
 }
 
 // ---- start ------------------------------------------------------------------------------
@@ -364,6 +366,11 @@ async function start() {
   complete();
   document.body.dataset.ready = "1";
 }
+
+// what other panes call (static/coverage.js, filters.js, facts.js)
+explorer.factsHooks = [];
+Object.assign(explorer, { api, el, renderAnswer, renderPins, renderRelations, loadFacts,
+                          selectDoc, goTo });
 
 if (window.cytoscape && window.cytoscapeDagre) cytoscape.use(cytoscapeDagre);
 start();

@@ -57,9 +57,13 @@ public final class GrantlogClient {
     /** A code ({@code unknown-constant}) and a message the service attached to a decision. */
     public record Warning(String code, String message) {}
 
-    /** One transaction's gained and lost rows of a watched relation (from the watch feed). */
+    /**
+     * One transaction's gained and lost rows of a watched relation (from the watch feed); or,
+     * with {@code at} (an ISO 8601 time; null for a transaction), those of the moment a fact's
+     * validity interval started or ended, at the same revision.
+     */
     public record Change(long revision, String relation, List<List<Object>> gained,
-                         List<List<Object>> lost) {}
+                         List<List<Object>> lost, String at) {}
 
     /** An error answer (4xx/5xx) or an unreachable service. */
     public static final class GrantlogException extends RuntimeException {
@@ -193,11 +197,20 @@ public final class GrantlogClient {
 
     /** Is {@code subject} allowed {@code operation} on {@code resource}? Fails closed. */
     public Decision check(String subject, String operation, String resource) {
+        return check(subject, operation, resource, null);
+    }
+
+    /**
+     * {@link #check(String, String, String)} with the facts' validity intervals read at
+     * {@code now} (an ISO 8601 time, e.g. {@code 2026-03-03T12:00:00Z}; null: the server's clock).
+     */
+    public Decision check(String subject, String operation, String resource, String now) {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("subject", subject);
         body.put("operation", operation);
         body.put("resource", resource);
         body.put("at_least_revision", revision);
+        if (now != null) body.put("now", now);
         Map<String, Object> out = post("/v1/check", body);
         if (out.containsKey("error")) {  // the service failed closed: surface it as a denial
             Map<String, Object> err = Json.object(out.get("error"));
@@ -259,6 +272,25 @@ public final class GrantlogClient {
         return rev;
     }
 
+    /**
+     * Insert {@code rows} of {@code relation} valid from {@code validFrom} until (not including)
+     * {@code validUntil}: ISO 8601 times, either null for unbounded (an expiring or a scheduled
+     * grant). Returns the revision.
+     */
+    public long writeValid(String relation, List<List<Object>> rows, String validFrom,
+                           String validUntil) {
+        Map<String, Object> group = new LinkedHashMap<>();
+        group.put("relation", relation);
+        group.put("rows", rows);
+        if (validFrom != null) group.put("valid_from", validFrom);
+        if (validUntil != null) group.put("valid_until", validUntil);
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("timed", List.of(group));
+        long rev = number(post("/v1/write", body), "revision");
+        seen(rev);
+        return rev;
+    }
+
     /** Grant a role: {@code role_of(principal, role)} (the Gravitino model's relation). */
     public long grantRole(String principal, String role) {
         return write(Map.of("role_of", List.of(List.of(principal, role))), Map.of(), -1);
@@ -298,7 +330,8 @@ public final class GrantlogClient {
                     Map<String, Object> m = answer(200, line.substring(6));
                     Change ch = new Change(number(m, "revision"),
                             String.valueOf(m.get("relation")), rows(m.get("gained")),
-                            rows(m.get("lost")));
+                            rows(m.get("lost")),
+                            m.get("at") == null ? null : String.valueOf(m.get("at")));
                     if (!onChange.test(ch)) return;
                 }
             }

@@ -12,7 +12,11 @@ import java.util.List;
  *   <li>{@code batch S O R [S O R]...}: a line per decision as for check, then
  *       {@code client revision N}</li>
  *   <li>{@code watch SINCE RELATION}: the first change,
- *       {@code change REV RELATION gained N lost M}</li>
+ *       {@code change REV RELATION gained N lost M} (and {@code at TIME} for a validity edge)</li>
+ *   <li>{@code watch2 SINCE RELATION}: the first two changes, a line each</li>
+ *   <li>{@code checkat S O R NOW}: as check, with the validity intervals read at NOW</li>
+ *   <li>{@code writevalid REL FROM UNTIL V...}: one row valid in [FROM, UNTIL) ({@code -}:
+ *       unbounded), {@code revision N}</li>
  * </ul>
  * A {@link GrantlogClient.GrantlogException} prints {@code GrantlogException STATUS CODE} and
  * its message; any other exception escapes (exit 1 with its stack trace): the client let it out.
@@ -26,6 +30,11 @@ public final class Probe {
         for (GrantlogClient.Warning w : d.warnings()) codes.add(w.code());
         return (d.allowed() ? "ALLOW" : "DENY") + " reasons=" + d.reasons() + " revision="
                 + d.revision() + " warnings=" + codes;
+    }
+
+    private static String change(GrantlogClient.Change ch) {
+        return "change " + ch.revision() + " " + ch.relation() + " gained " + ch.gained().size()
+                + " lost " + ch.lost().size() + (ch.at() == null ? "" : " at " + ch.at());
     }
 
     public static void main(String[] args) {
@@ -45,10 +54,25 @@ public final class Probe {
                     System.out.println("client revision " + c.revision());
                 }
                 case "watch" -> c.watch(Long.parseLong(args[3]), args[4], ch -> {
-                    System.out.println("change " + ch.revision() + " " + ch.relation()
-                            + " gained " + ch.gained().size() + " lost " + ch.lost().size());
+                    System.out.println(change(ch));
                     return false;
                 });
+                case "watch2" -> {
+                    int[] seen = {0};
+                    c.watch(Long.parseLong(args[3]), args[4], ch -> {
+                        System.out.println(change(ch));
+                        return ++seen[0] < 2;
+                    });
+                }
+                case "checkat" -> System.out.println(show(c.check(args[3], args[4], args[5],
+                        args[6])));
+                case "writevalid" -> {
+                    List<Object> row = new ArrayList<>(List.of((Object[]) args).subList(6,
+                            args.length));
+                    System.out.println("revision " + c.writeValid(args[3], List.of(row),
+                            args[4].equals("-") ? null : args[4],
+                            args[5].equals("-") ? null : args[5]));
+                }
                 default -> throw new IllegalArgumentException("unknown command " + args[2]);
             }
         } catch (GrantlogClient.GrantlogException e) {

@@ -1,0 +1,232 @@
+"""Access reviews: what a subject may do, who may use a resource, or what a role's holders may
+do through it — each entry with its path (the base facts of its proof, less the hierarchy's
+own: the grants and memberships that give it) and, over a store's history, what changed
+since a revision or a date (gained, lost, by which transaction and author).
+
+Built from the other questions: a query of the decision relation with the reviewed argument
+bound (the current entries), ``explain`` (the paths: a proof's ``fact`` leaves) and the keyed
+timelines of engine/answer/timelines.py (the changes). A role is read from the model's
+structure: its holding relations are the binary relations with a column named ``role`` (the
+prelude's ``holds(principal, role)``), those that rules derive when there are any; a model
+with none has no roles (``no-roles``). A role's entries are the decisions of its holders
+whose proof goes through a fact naming the role.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from grantlog.grammar.diagnostics import GrantlogError, Span, error
+
+from ..core import arguments, ir
+from ..core.hierarchy_roles import hierarchy_roles
+from .history import Edge, past
+from .timelines import AccessTimeline, Key, keyed, pattern
+
+Reasoner = Any
+#: the version of :meth:`Review.to_dict`'s layout (docs/history.md describes it)
+SCHEMA = "grantlog-review/1"
+KINDS = ("subject", "resource", "role")
+#: an entry's change since the review's ``since``
+CHANGES = ("gained", "lost", "unchanged", "transient")
+_API = Span("<api>", 0, 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Event:
+    """An entry gained or lost at a transaction (or a validity edge)."""
+
+    gained: bool
+    edge: Edge
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"change": "gained" if self.gained else "lost", **self.edge.to_dict()}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One (subject, operation, resource) the review covers: ``change`` is ``gained`` (not
+    held at ``since``, held now), ``lost`` (held then, not now), ``unchanged``,
+    ``transient`` (gained and lost again since), or ``""``
+    (no ``since``); ``path``: the base facts of its proof (now, or just before it was lost);
+    ``events``: its gains and losses since, in order."""
+
+    subject: ir.Value
+    operation: ir.Value
+    resource: ir.Value
+    change: str
+    path: tuple[str, ...]
+    events: tuple[Event, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"subject": self.subject, "operation": self.operation,
+                "resource": self.resource, "change": self.change, "path": list(self.path),
+                "events": [e.to_dict() for e in self.events]}
+
+
+@dataclass(frozen=True)
+class Review:
+    """The review of ``of`` (a subject, a resource or a role: ``kind``) at ``revision``;
+    ``since``: the revision the changes are counted from (None: the current state only);
+    ``holders``: a role's holders."""
+
+    kind: str
+    of: str
+    revision: int
+    since: int | None
+    entries: tuple[Entry, ...]
+    holders: tuple[ir.Value, ...] = ()
+    timeline: AccessTimeline | None = field(default=None, compare=False)
+
+    @property
+    def current(self) -> list[Entry]:
+        return [e for e in self.entries if e.change != "lost"]
+
+    def changes(self) -> list[tuple[Entry, Event]]:
+        """Every gain and loss since ``since``, in order."""
+        out = [(e, v) for e in self.entries for v in e.events]
+        out.sort(key=lambda ev: (ev[1].edge.revision, ev[1].edge.committed_at or 0.0,
+                                 not ev[1].gained,
+                                 ir.row_key((ev[0].subject, ev[0].operation,
+                                             ev[0].resource))))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA, "kind": self.kind, "of": self.of, "revision": self.revision,
+            "since": self.since,
+            **({"holders": list(self.holders)} if self.kind == "role" else {}),
+            "entries": [e.to_dict() for e in self.entries],
+            "changes": [{"subject": e.subject, "operation": e.operation,
+                         "resource": e.resource, **v.to_dict()} for e, v in self.changes()],
+            "counts": {c: sum(1 for e in self.entries if e.change == c) for c in CHANGES}
+            if self.since is not None else {"entries": len(self.entries)},
+        }
+
+
+def holding_relations(program: ir.Program) -> list[tuple[str, int]]:
+    """The model's role holding relations and the column of the role in each: binary
+    relations with a column named ``role`` (the derived ones when there are any)."""
+    found = [(rel.name, rel.columns.index("role")) for rel in program.relations.values()
+             if rel.arity == 2 and rel.columns.count("role") == 1]
+    derived = [f for f in found if f[0] in program.derived]
+    return sorted(derived or found)
+
+
+def role_holders(r: Reasoner, role: str) -> list[ir.Value]:
+    """The principals holding ``role`` (``no-roles`` when the model has no roles)."""
+    rels = holding_relations(r.program)
+    if not rels:
+        raise GrantlogError([error(
+            "no-roles", "this model has no roles: no relation holds a principal's `role`",
+            _API, "declare the holding relation with a column named `role`, as the "
+            "prelude's `holds(principal, role)`; or review a --subject or a --resource")])
+    out: set[ir.Value] = set()
+    for rel, col in rels:
+        args: list[ir.Var | ir.Value] = [role, role]
+        args[1 - col] = ir.Var("P")
+        out |= {b["P"] for b in r.query(pattern(rel, tuple(args)))}
+    return sorted(out, key=ir.value_key)
+
+
+def _decisions(r: Reasoner, subject: ir.Value | None, resource: ir.Value | None) -> set[Key]:
+    """The decision rows with the subject or the resource bound."""
+    s, o, x = ir.Var("S"), ir.Var("O"), ir.Var("R")
+    atom = (s if subject is None else subject, o, x if resource is None else resource)
+    return {(subject if subject is not None else b["S"], b["O"],
+             resource if resource is not None else b["R"])
+            for b in r.query(pattern(r.program.decision, atom))}
+
+
+def _path(r: Reasoner, key: Key) -> tuple[list[str], set[ir.Value]]:
+    """The base facts of ``key``'s proof at ``r`` and the values they name."""
+    ex = r.explain(ir.show_atom(r.program.decision, key))
+    tree = hierarchy_roles(r.program).stored  # where the objects sit: not a grant
+    facts: dict[str, None] = {}
+    values: set[ir.Value] = set()
+    if ex.holds and ex.proof is not None:
+        for n in ex.proof.walk():
+            if n.kind == "fact" and n.row is not None:
+                values.update(n.row)
+                if n.rel not in tree:
+                    facts[n.text] = None
+    return sorted(facts), values
+
+
+def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
+           role: str | None = None, since: object = None) -> Review:
+    """The review of exactly one of ``subject``, ``resource``, ``role``; ``since`` (a
+    revision or a time, as ``timeline`` takes them; needs a store): what changed since."""
+    given = [(k, v) for k, v in zip(KINDS, (subject, resource, role), strict=True)
+             if v is not None]
+    if len(given) != 1:
+        raise GrantlogError([error("bad-argument", "review exactly one of `subject`, "
+                                   "`resource`, `role`", _API,
+                                   "pass one of them")])
+    kind, of = given[0]
+    arguments.constant(kind, of)
+    holders: list[ir.Value] = role_holders(r, of) if kind == "role" else []
+    if kind == "role":
+        now = {k for h in holders for k in _decisions(r, h, None)}
+    else:
+        now = _decisions(r, subject, resource)
+    paths: dict[Key, list[str]] = {}
+    keep: set[Key] = set()
+    for k in now:
+        facts, values = _path(r, k)
+        paths[k] = facts
+        if kind != "role" or of in values:
+            keep.add(k)
+    timeline = None
+    events: dict[Key, list[Event]] = {}
+    before: set[Key] = set()
+    first: int | None = None
+    if since is not None:
+        who = set(holders)
+
+        def start(live: Reasoner) -> set[Key]:
+            if kind == "role":
+                who.update(role_holders(live, of))
+                return {k for h in who for k in _decisions(live, h, None)}
+            return _decisions(live, subject, resource)
+
+        def select(row: ir.Row) -> Key | None:
+            if kind == "subject":
+                return row if row[0] == subject else None
+            if kind == "resource":
+                return row if row[2] == resource else None
+            return row if row[0] in who else None
+
+        timeline = keyed(r, {"kind": kind, "of": of}, ("subject", "operation", "resource"),
+                         since, None, start, select)
+        first = timeline.first
+        before = timeline.at(first)
+        for c in timeline.changes():
+            if kind == "role":  # through the role: its proof names it then
+                at = c.edge.revision if c.gained else c.edge.revision - 1
+                if at < 0 or of not in _path(past(r, at, None), c.key)[1]:
+                    continue
+            events.setdefault(c.key, []).append(Event(c.gained, c.edge))
+        if kind == "role":  # held through the role then (it may hold another way now)
+            then = past(r, first, None)
+            keep |= {k for k in before if of in _path(then, k)[1]}
+    entries = []
+    for k in sorted(keep | events.keys(), key=ir.row_key):
+        if since is None:
+            change = ""
+        elif k in now:
+            change = "unchanged" if k in before else "gained"
+        elif k in before:
+            change = "lost"
+        else:
+            change = "transient"  # gained and lost again since
+        if k in now:
+            path = paths[k]
+        else:
+            gone = [e for e in events.get(k, ()) if not e.gained]
+            was = gone[-1].edge.revision - 1 if gone else first
+            path = _path(past(r, was, None), k)[0] if was is not None and was >= 0 else []
+        entries.append(Entry(k[0], k[1], k[2], change, tuple(path),
+                             tuple(events.get(k, ()))))
+    return Review(kind, of, int(r.revision), first, tuple(entries), tuple(holders), timeline)

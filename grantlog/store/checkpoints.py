@@ -1,0 +1,251 @@
+"""Checkpoints of a store's history: the change log folded into a temporal table, so that the
+facts at a past revision are one query and never a pass over the whole log.
+
+``grantlog_intervals(relation, row, added_at, removed_at)`` holds one row per time a fact was
+present: added at revision ``added_at``, removed at ``removed_at`` (NULL: still present at
+the checkpoint). ``grantlog_intervals_head(id, revision, every)`` says up to which revision
+the log is folded in (the checkpoint ``C``) and, when set, every how many revisions a commit
+folds the log since (``Store.checkpoint(every=N)`` / ``grantlog store checkpoint --every N``).
+
+The facts at ``R <= C`` are the intervals with ``added_at <= R < removed_at``; at ``R > C``
+those at ``C`` plus the log rows in ``(C, R]`` (:func:`facts_at`). Folding is incremental:
+each checkpoint reads only the log since the last one. Why a temporal table and not a copy
+per checkpoint: a copy costs the whole fact set every N revisions (1M facts x 1,000
+checkpoints), the intervals cost one row per fact ever added, which the log held anyway.
+
+A store whose log was compacted before its first checkpoint seeds the intervals with the
+facts at its horizon (added at the horizon: nothing below it is answerable). Compaction folds
+the log up to its new horizon first, then drops the intervals closed at or below it.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from typing import Any
+
+from grantlog.engine.core import ir
+
+from .records import decode_row, encode_row, store_error
+
+#: grantlog/store/base.py's store (which calls this module: typed loosely, no import cycle)
+Store = Any
+
+#: what a log row and an interval row cost to read, in table rows (benchmarks/RESULTS.md,
+#: "Retention and checkpoints": 28.6k facts read from the tables in ~17 ms, as intervals in ~70)
+LOG_ROW_COST = 6
+INTERVAL_ROW_COST = 4
+
+TABLE = "grantlog_intervals"
+HEAD = "grantlog_intervals_head"
+
+
+def _has(st: Store, cur: Any) -> bool:
+    return bool(st._columns(cur, HEAD))
+
+
+def _create(st: Store, cur: Any) -> None:
+    big, text = st._column_type("int"), st._column_type("string")
+    cur.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (relation {text} NOT NULL, row {text} NOT "
+                f"NULL, added_at {big} NOT NULL, removed_at {big})")
+    cur.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_row ON {TABLE} (relation, row)")
+    cur.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_added ON {TABLE} (added_at)")
+    cur.execute(f"CREATE TABLE IF NOT EXISTS {HEAD} (id INTEGER PRIMARY KEY, revision {big} "
+                f"NOT NULL, every {big})")
+
+
+def revision(st: Store) -> int | None:
+    """The checkpoint's revision (None: the store never took one)."""
+    with st._cursor() as cur:
+        st._begin_read(cur)
+        try:
+            at = head(st, cur)
+        finally:
+            st._rollback(cur)
+    return None if at is None else at[0]
+
+
+def head(st: Store, cur: Any) -> tuple[int, int | None] | None:
+    """(the checkpoint's revision, every how many revisions one is taken) or None: never."""
+    if not _has(st, cur):
+        return None
+    cur.execute(f"SELECT revision, every FROM {HEAD} WHERE id = 1")
+    row = cur.fetchone()
+    return None if row is None else (int(row[0]), None if row[1] is None else int(row[1]))
+
+
+def fold(st: Store, cur: Any, upto: int, horizon: int) -> int:
+    """Fold the log up to revision ``upto`` into the intervals (inside a write transaction
+    that holds the head); returns the checkpoint's revision."""
+    at = head(st, cur)
+    if at is None:
+        _create(st, cur)
+        start = horizon
+        if horizon > 0:  # the log before it is gone: the facts at the horizon, as they are
+            seed = [(rel, encode_row(r), horizon) for rel, rows in
+                    facts_at_horizon(st, cur, horizon).items() for r in rows]
+            cur.executemany(st._sql(f"INSERT INTO {TABLE} (relation, row, added_at) "
+                                    "VALUES (?, ?, ?)"), seed)
+        cur.execute(st._sql(f"INSERT INTO {HEAD} (id, revision) VALUES (1, ?)"), (start,))
+    else:
+        start = at[0]
+    if upto <= start:
+        return start
+    added: list[tuple[str, str, int]] = []
+    removed: list[tuple[int, str, str]] = []
+    for rev, rel, sign, row in st._stream(cur, "SELECT revision, relation, sign, row FROM "
+                                          f"grantlog_log WHERE revision > {int(start)} AND "
+                                          f"revision <= {int(upto)} ORDER BY revision"):
+        text = encode_row(tuple(json.loads(row) if isinstance(row, str) else row))
+        if int(sign) > 0:
+            added.append((rel, text, int(rev)))
+        else:
+            removed.append((int(rev), rel, text))
+    # a row removed in this range was added before its removal: close in revision order, so
+    # that a row added and removed several times closes each interval at its own removal
+    pending = sorted([(r, 1, rel, text) for rel, text, r in added]
+                     + [(r, 0, rel, text) for r, rel, text in removed])
+    batch_add: list[tuple[str, str, int]] = []
+    for rev, kind, rel, text in pending:
+        if kind:
+            batch_add.append((rel, text, rev))
+            continue
+        if batch_add:  # an insert before this removal may be the interval it closes
+            cur.executemany(st._sql(f"INSERT INTO {TABLE} (relation, row, added_at) "
+                                    "VALUES (?, ?, ?)"), batch_add)
+            batch_add = []
+        cur.execute(st._sql(f"UPDATE {TABLE} SET removed_at = ? WHERE relation = ? AND row = ? "
+                            "AND removed_at IS NULL"), (rev, rel, text))
+    if batch_add:
+        cur.executemany(st._sql(f"INSERT INTO {TABLE} (relation, row, added_at) "
+                                "VALUES (?, ?, ?)"), batch_add)
+    cur.execute(st._sql(f"UPDATE {HEAD} SET revision = ? WHERE id = 1"), (upto,))
+    return upto
+
+
+def horizon(st: Store, w: Any, keep: int | None, before_time: float | None,
+            before_revision: int | None) -> int:
+    """The horizon a compaction moves to (``Store.compact``'s arguments; ``w``: its writer,
+    holding the head): never below the current one."""
+    if sum(x is not None for x in (keep, before_time, before_revision)) != 1:
+        raise store_error("bad-option", "compact needs exactly one of `keep`, `before_time` "
+                          "and `before_revision`", st._shown(), "say how much history to "
+                          "keep: a number of transactions, a time or a revision")
+    if keep is not None:
+        target = w.revision - max(keep, 0)
+    elif before_revision is not None:
+        if before_revision > w.revision:
+            raise store_error("revision-ahead", f"revision {before_revision} is not committed "
+                              f"yet: the store is at revision {w.revision}", st._shown(),
+                              f"compact before revision {w.revision} or earlier")
+        target = before_revision
+    else:
+        w.cur.execute(st._sql("SELECT MAX(revision) FROM grantlog_revisions WHERE "
+                              "committed_at <= ?"), (before_time,))
+        (found,) = w.cur.fetchone()
+        target = w.horizon if found is None else int(found)
+    return max(int(w.horizon), int(target))
+
+
+def compacted(st: Store, cur: Any, horizon: int) -> None:
+    """Before the log up to ``horizon`` is dropped: fold it in, drop what closed by then."""
+    if head(st, cur) is None:
+        return
+    fold(st, cur, horizon, horizon)
+    cur.execute(st._sql(f"DELETE FROM {TABLE} WHERE removed_at IS NOT NULL AND "
+                        "removed_at <= ?"), (horizon,))
+
+
+#: the stores this process found without a temporal table (not asked again on every commit;
+#: a checkpoint taken here clears the mark; another process's is seen once reopened, and
+#: folding is never needed for exact answers: facts_at reads the log past the checkpoint)
+_WITHOUT: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def committed(st: Store, cur: Any, revision: int) -> None:
+    """Before a commit: fold the log in when ``every`` revisions passed since the
+    checkpoint (the last one folded is this transaction's)."""
+    if st in _WITHOUT:
+        return
+    at = head(st, cur)
+    if at is None:
+        _WITHOUT.add(st)
+    elif at[1] and revision - at[0] >= at[1]:
+        fold(st, cur, revision, 0)
+
+
+def checkpoint(st: Store, every: int | None = None) -> int:
+    """Fold the log up to the head now (and, given ``every``, after every ``every`` revisions
+    from now on; 0 stops that); returns the checkpoint's revision."""
+    _WITHOUT.discard(st)
+    with st.writing() as w:
+        at = fold(st, w.cur, w.revision, w.horizon)
+        if every is not None:
+            w.cur.execute(st._sql(f"UPDATE {HEAD} SET every = ? WHERE id = 1"),
+                          (every or None,))
+        w.keep = True
+    return at
+
+
+def facts_at(st: Store, cur: Any, revision: int) -> dict[str, list[ir.Row]] | None:
+    """The facts at ``revision`` from the checkpoint (see the module docstring); None when
+    the store has none, or it is above ``revision`` by more log rows than the backward read
+    costs (the tables now and the log after ``revision``)."""
+    at = head(st, cur)
+    if at is None:
+        return None
+    c = at[0]
+    cur.execute(st._sql("SELECT COALESCE(SUM(CASE WHEN revision > ? AND revision <= ? THEN "
+                        "added + removed ELSE 0 END), 0), COALESCE(SUM(CASE WHEN revision > ? "
+                        "THEN added + removed ELSE 0 END), 0), COALESCE(SUM(added - removed), "
+                        "0) FROM grantlog_revisions"), (c, revision, revision))
+    between, after, now = (int(x) for x in cur.fetchone())
+    # the backward read costs the tables (~ the facts now) and the log after ``revision``;
+    # this one the intervals (~ the facts, a few times a table row: decoded from JSON) and
+    # the log between the checkpoint and ``revision``
+    if LOG_ROW_COST * after < INTERVAL_ROW_COST * now + LOG_ROW_COST * between:
+        return None
+    upto = min(revision, c)
+    cur.execute(st._sql(f"SELECT relation, row FROM {TABLE} WHERE added_at <= ? AND "
+                        "(removed_at IS NULL OR removed_at > ?)"), (upto, upto))
+    out: dict[str, set[ir.Row]] = {rel: set() for rel in st.tables}
+    for rel, text in cur.fetchall():
+        out.setdefault(rel, set()).add(tuple(json.loads(text)))
+    if revision > c:
+        for _, rel, sign, row in st._stream(
+                cur, "SELECT revision, relation, sign, row FROM grantlog_log WHERE revision > "
+                f"{int(c)} AND revision <= {int(revision)} ORDER BY revision"):
+            value = tuple(json.loads(row) if isinstance(row, str) else row)
+            (out.setdefault(rel, set()).add if int(sign) > 0
+             else out.setdefault(rel, set()).discard)(value)
+    return {rel: sorted(rows, key=repr) for rel, rows in out.items()}
+
+
+def facts_at_horizon(st: Store, cur: Any, revision: int) -> dict[str, list[ir.Row]]:
+    """The facts at ``revision`` read backward: the tables now, the log after it undone
+    (the only way at the horizon of a compacted log)."""
+    pg = st.dialect == "postgres"
+    key = "row::jsonb" if pg else "row"
+
+    def decode(v: Any) -> ir.Row:
+        return tuple(v) if pg else decode_row(v)
+
+    out: dict[str, list[ir.Row]] = {rel: [] for rel in st.tables}
+    cur.execute(st._sql(f"SELECT relation, {key}, SUM(sign) FROM grantlog_log WHERE "
+                        f"revision > ? GROUP BY relation, {key} HAVING SUM(sign) <> 0"),
+                (revision,))
+    later: dict[str, tuple[set[ir.Row], set[ir.Row]]] = {}
+    for rel, v, sign in cur.fetchall():
+        added, removed = later.setdefault(rel, (set(), set()))
+        (added if int(sign) > 0 else removed).add(decode(v))
+    for rel, t in st.tables.items():
+        rows = st._fetch_all(cur, t)
+        if rel in later:
+            added, removed = later[rel]
+            rows = [r for r in rows if r not in added]
+            rows += removed - set(rows)
+        out[rel] = rows
+    for rel, (_, removed) in later.items():  # a relation whose table is gone since
+        if rel not in st.tables and removed:
+            out[rel] = list(removed)
+    return out

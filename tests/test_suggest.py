@@ -4,7 +4,9 @@ The property: every suggestion flips the answer, checked on a reasoner of its ow
 search's copy): the base facts with the suggestion's insertions and retractions make the goal
 hold, and without any one of its facts they do not (no suggestion is larger than needed). On
 the five shipped models' examples (rules/*.gl with examples/*/facts.gl, questions drawn from
-their constants) and on generated worlds (tests/strategies.py)."""
+their constants), on generated worlds of the shipped Gravitino model and the benchmark
+models with their own names and shapes (benchmarks/models/worlds.py), and on generated
+programs (tests/strategies.py)."""
 
 from __future__ import annotations
 
@@ -117,6 +119,47 @@ def test_suggestions_flip_generated_worlds(data: st.DataObject) -> None:
         return
     found = suggest(r, goal, limit=4, bounds=Bounds(size=3, seconds=3.0))
     verify(grantlog.Reasoner(grantlog.compile(text)), goal, found)
+
+
+@cache
+def _world(model: str, seed: int) -> tuple[grantlog.Program, dict[str, list[tuple[str, ...]]]]:
+    """A small generated world (benchmarks/models/worlds.py: the Gravitino workload's shape)
+    for the shipped model or one of the own models, with its decision's columns' values."""
+    import sys
+
+    sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT / "benchmarks" / "models")]
+    import worlds
+
+    w = worlds.generate(model, 40, seed, n_users=8, n_groups=3, n_roles=12, n_grants=60)
+    return grantlog.compile(paths=[str(worlds.RULES[model])]), w.facts
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_suggestions_flip_the_models_generated_worlds(data: st.DataObject) -> None:
+    """The same property on generated worlds of the shipped Gravitino model and of the
+    benchmark models with their own names and shapes (unary types and a parent edge; two
+    hierarchies), questions drawn from the world's users, operations and objects."""
+    model = data.draw(st.sampled_from(["shipped", "unary", "twotrees", "renamed"]),
+                      label="model")
+    program, facts = _world(model, data.draw(st.integers(1, 3), label="seed"))
+
+    def fresh() -> grantlog.Reasoner:
+        r = grantlog.Reasoner(program)
+        with r.transaction() as tx:
+            for rel, rows in facts.items():
+                tx.insert(rel, rows)
+        return r
+
+    r = fresh()
+    rows = sorted(r.rows(program.decision), key=ir.row_key)
+    assume(rows)
+    cols = [sorted({row[c] for row in rows}, key=ir.row_key) for c in range(3)]
+    question = tuple(data.draw(st.sampled_from(col)) for col in cols)
+    goal = ir.show_atom(program.decision, question)
+    assume(not r.ask(goal))
+    found = suggest(r, goal, limit=3, bounds=QUICK)
+    verify(fresh(), goal, found)
 
 
 def test_every_example_model_gets_a_suggestion_for_some_denial() -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core import ir
-from ..core.terms import compare, is_anon, lit_terms
+from ..core.terms import compare, is_anon, lit_terms, map_terms
 from ..eval.demand import DemandContext
 from .explain import Proof, Prover
 from .explain.atoms import canon, open_terms
@@ -389,14 +389,7 @@ class Search:
                 got = names[t.name] = ir.Var(("_?" if is_anon(t) else "") + t.name + tag)
             return got
 
-        def lit(x: ir.Lit) -> ir.Lit:
-            if isinstance(x, ir.Atom):
-                return ir.Atom(x.rel, tuple(term(t) for t in x.args))
-            if isinstance(x, ir.Neg):
-                return ir.Neg(ir.Atom(x.atom.rel, tuple(term(t) for t in x.atom.args)))
-            return ir.Cmp(x.op, term(x.left), term(x.right))
-
-        return (*eqs, *(lit(b) for b in rule.body))
+        return (*eqs, *(map_terms(b, term) for b in rule.body))
 
     def unblock(self, atom: ir.Atom, rest: tuple[Item, ...], st: State) -> Iterator[State]:
         """``not atom``: holds when no row matches; else retract, for every row that blocks

@@ -3,7 +3,7 @@ matching a rule's head against a row."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import ir
@@ -91,3 +91,12 @@ def distinct_vars(args: Iterable[ir.Term]) -> tuple[str, ...] | None:
     args = tuple(args)
     names = tuple(t.name for t in args if isinstance(t, ir.Var) and not is_anon(t))
     return names if len(names) == len(args) == len(set(names)) else None
+
+
+def map_terms(lit: ir.Lit, term: Callable[[ir.Term], ir.Term]) -> ir.Lit:
+    """``lit`` with each of its terms replaced by ``term(t)`` (renaming, substitution)."""
+    if isinstance(lit, ir.Atom):
+        return ir.Atom(lit.rel, tuple(term(t) for t in lit.args))
+    if isinstance(lit, ir.Neg):
+        return ir.Neg(ir.Atom(lit.atom.rel, tuple(term(t) for t in lit.atom.args)))
+    return ir.Cmp(lit.op, term(lit.left), term(lit.right))

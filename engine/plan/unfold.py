@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core import ir
-from ..core.terms import is_anon
+from ..core.terms import is_anon, map_terms
 
 
 def instantiate(view: ir.Rule, atom: ir.Atom, suffix: str,
@@ -36,11 +36,4 @@ def instantiate(view: ir.Rule, atom: ir.Atom, suffix: str,
                                        else f"{t.name}{suffix}")
         return got
 
-    def lit(x: ir.Lit) -> ir.Lit:
-        if isinstance(x, ir.Atom):
-            return ir.Atom(x.rel, tuple(term(t) for t in x.args))
-        if isinstance(x, ir.Neg):
-            return ir.Neg(ir.Atom(x.atom.rel, tuple(term(t) for t in x.atom.args)))
-        return ir.Cmp(x.op, term(x.left), term(x.right))
-
-    return [lit(x) for x in view.body]
+    return [map_terms(x, term) for x in view.body]

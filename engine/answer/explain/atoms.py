@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...core import ir
-from ...core.terms import is_anon, lit_terms
+from ...core.terms import is_anon, lit_terms, map_terms
 
 
 def open_terms(args: tuple[ir.Term, ...], env: Mapping[str, ir.Value]) -> tuple[ir.Term, ...]:
@@ -145,14 +145,8 @@ def rename_apart(rule: ir.Rule, pattern: tuple[ir.Term, ...]) -> ir.Rule:
     def atom(a: ir.Atom) -> ir.Atom:
         return ir.Atom(a.rel, tuple(term(t) for t in a.args))
 
-    def lit(x: ir.Lit) -> ir.Lit:
-        if isinstance(x, ir.Atom):
-            return atom(x)
-        if isinstance(x, ir.Neg):
-            return ir.Neg(atom(x.atom))
-        return ir.Cmp(x.op, term(x.left), term(x.right))
-
-    return replace(rule, head=atom(rule.head), body=tuple(lit(x) for x in rule.body))
+    return replace(rule, head=atom(rule.head), body=tuple(map_terms(x, term)
+                                                          for x in rule.body))
 
 
 def canon(rel: str, terms: tuple[ir.Term, ...]) -> tuple[Any, ...]:

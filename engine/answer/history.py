@@ -40,9 +40,35 @@ CACHE = 4
 _API = Span("<api>", 0, 0, 0, 0)
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-_lock = threading.Lock()
-_kept: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[int, str], Reasoner]] = \
-    weakref.WeakKeyDictionary()
+
+
+class Kept:
+    """Per reasoner, the last ``size`` reasoners built for it (of past revisions, of other
+    moments: engine/answer/validity.py), by key; the least recently used dropped."""
+
+    def __init__(self, size: int = CACHE) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._by: weakref.WeakKeyDictionary[Any, OrderedDict[Any, Reasoner]] = \
+            weakref.WeakKeyDictionary()
+
+    def get(self, r: Reasoner, key: Any) -> Reasoner | None:
+        with self._lock:
+            kept = self._by.setdefault(r, OrderedDict())
+            found = kept.get(key)
+            if found is not None:
+                kept.move_to_end(key)
+            return found
+
+    def put(self, r: Reasoner, key: Any, p: Reasoner) -> None:
+        with self._lock:
+            kept = self._by.setdefault(r, OrderedDict())
+            kept[key] = p
+            while len(kept) > self.size:
+                kept.popitem(last=False)
+
+
+_kept = Kept()
 
 
 def past(r: Reasoner, at_revision: object, as_of: object) -> Reasoner:
@@ -63,20 +89,14 @@ def past(r: Reasoner, at_revision: object, as_of: object) -> Reasoner:
     if program.digest == r.program.digest:
         program = r.program  # its compiled plans are shared
     key = (revision, program.digest)
-    with _lock:
-        kept = _kept.setdefault(r, OrderedDict())
-        found = kept.get(key)
-        if found is not None:
-            kept.move_to_end(key)
-            return found
+    found = _kept.get(r, key)
+    if found is not None:
+        return found
     at, rows = journal.snapshot_at(revision)
     p = _past_class(_engine_class(type(r)))(program)
     p.seed({rel: rs for rel, rs in rows.items() if rs and (rel in program.relations
                                                             or rel == VALID)}, at)
-    with _lock:
-        kept[key] = p
-        while len(kept) > CACHE:
-            kept.popitem(last=False)
+    _kept.put(r, key, p)
     return p
 
 

@@ -32,8 +32,6 @@ import heapq
 import json
 import threading
 import time
-import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -53,16 +51,14 @@ from ..core.times import (
     validity_derived,
 )
 from ..core.times import instant as instant  # validity.instant: the times ``now=`` takes
-from .history import _engine_class, asof
+from .history import Kept, _engine_class, asof
 
 #: reasoners at other moments kept per reasoner
 CACHE = 4
 _API = Span("<api>", 0, 0, 0, 0)
 _F = TypeVar("_F", bound=Callable[..., Any])
 _start = threading.local()
-_lock = threading.Lock()
-_kept: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[int, int, int], Any]] = \
-    weakref.WeakKeyDictionary()
+_kept = Kept(CACHE)
 
 
 def holds(iv: Interval, t: float) -> bool:
@@ -355,21 +351,15 @@ def at(r: Any, t: float) -> Any:
         if c.window(lo) == c.window(hi):
             return r
         key = (r.revision, c.version, c.window(t))
-        with _lock:
-            kept = _kept.setdefault(r, OrderedDict())
-            found = kept.get(key)
-            if found is not None:
-                kept.move_to_end(key)
-                return found
+        found = _kept.get(r, key)
+        if found is not None:
+            return found
         rows = journaled_facts(r)
         revision = r.revision
     with starting(t):
         p = _engine_class(type(r))(r.program)
     p.seed({rel: rs for rel, rs in rows.items() if rs}, revision)
-    with _lock:
-        kept[key] = p
-        while len(kept) > CACHE:
-            kept.popitem(last=False)
+    _kept.put(r, key, p)
     return p
 
 

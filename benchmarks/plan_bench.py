@@ -7,8 +7,11 @@ Planning: generated bodies of 100 to 1,600 literals in three shapes — a chain
 random one (binary and ternary atoms over n/2 variables, every tenth literal a comparison,
 every tenth a negation). For each: one plan of the body (``order_body``, the in-memory join
 order), compile + ``Reasoner`` + the first ``rows("p")`` (what a user waits for: the delta
-variants are planned when a change first reads them), and every delta variant of the body
-(one per atom or negation) planned: n plans of n steps each, quadratic by its output, timed up
+variants are planned when a change first reads them), a first load of the rule's facts, an
+insert after it (every delta variant reads the new row), the body made recursive (``e``
+renamed to ``r``, ``r(X, Y) :- e(X, Y).``: semi-naive evaluation runs every delta variant of
+it), and every delta variant of the body (one per atom or negation) planned in full, together
+(engine/plan/join.py ``Variants``): n plans of n steps each, quadratic by its output, timed up
 to ``--variants-up-to``.
 
 Suggestions: a file of n rules ``perm_<8 letters>_<i>(X) :- base(X).`` and n rules using each
@@ -26,6 +29,7 @@ import argparse
 import random
 import time
 from collections.abc import Callable
+from typing import Any
 
 from harness import log, replace_section, run_info, timed
 
@@ -111,7 +115,7 @@ def seconds(fn: Callable[[], object], repeat: int = 1) -> float:
 
 def plan_row(shape: str, n: int, variants_up_to: int) -> dict[str, object]:
     from grantlog.engine.core import ir
-    from grantlog.engine.plan.join import order_body, plan_variant
+    from grantlog.engine.plan.join import Variants, order_body
 
     import grantlog
 
@@ -127,15 +131,42 @@ def plan_row(shape: str, n: int, variants_up_to: int) -> dict[str, object]:
     except grantlog.GrantlogError as e:  # planned, but evaluation can fail (a stack too deep)
         row["reasoner_error"] = e.diagnostics[0].code
     row["first_load"] = seconds(lambda: first_load(shape, text))
+    row["insert"] = insert_after_load(shape, text)
+    rec = recursive_text(shape, n)
+    row["recursive"] = seconds(lambda: grantlog.Reasoner(grantlog.compile(rec)).rows("r"))
     if n <= variants_up_to:
         reads = [i for i, lit in enumerate(rule.body) if not isinstance(lit, ir.Cmp)]
-        row["variants"] = seconds(lambda: [plan_variant(rule, i) for i in reads])
+
+        def every_variant() -> None:
+            variants = Variants(rule)
+            for i in reads:
+                tuple(variants.plan(i).steps)
+        row["variants"] = seconds(every_variant)
     log(f"{shape:6} {n:5}: " + ", ".join(
         f"{k} {v:.3f} s" for k, v in row.items() if isinstance(v, float)))
     return row
 
 
-def first_load(shape: str, text: str) -> None:
+def recursive_text(shape: str, n: int) -> str:
+    """The body of ``shape`` over a recursive ``r`` (``e`` renamed): semi-naive evaluation
+    runs a delta variant per ``r`` atom."""
+    rule = body_text(shape, n).splitlines()[-1]
+    body = rule.split(":-", 1)[1].replace("e(", "r(")
+    head = {"chain": f"r(X0, X{n})", "star": "r(X, Y0)"}.get(shape, "r(X0, X0)")
+    return ('e("a", "b").\ne("b", "c").\nt("a", "b", "c").\nq("z").\n'
+            f"r(X, Y) :- e(X, Y).\n{head} :-{body}\n")
+
+
+def insert_after_load(shape: str, text: str) -> float:
+    """Seconds of one insert into ``e`` after the first load: every delta variant of an
+    ``e`` atom reads the new row (planned as far as it reads)."""
+
+    r = first_load(shape, text)
+    t = timed(lambda: r.insert("e", [("b", "c")]), repeat=1)
+    return t.best
+
+
+def first_load(shape: str, text: str) -> Any:
     """The rule with ``p`` materialized and no facts, then its facts inserted in one
     transaction: the path that planned and ran a delta variant per body atom."""
     import grantlog
@@ -150,6 +181,7 @@ def first_load(shape: str, text: str) -> None:
         tx.insert("t", [("a", "b", "c")])
         tx.insert("q", [("z",)])
     r.rows("p")
+    return r
 
 
 def typo_row(n: int, compile_too: bool) -> dict[str, object]:
@@ -178,13 +210,15 @@ def report(plans: list[dict[str, object]], sugg: list[dict[str, object]]) -> str
     out = [HEADING, "", f"`benchmarks/plan_bench.py`, {info['when']}, commit {info['git']}. "
            "Seconds, best of 3 (one plan) or of 1.", "",
            "| shape | literals | one plan (`order_body`) | compile + Reasoner + first rows "
-           "| first load (insert) | every delta variant |", "|---|---:|---:|---:|---:|---:|"]
+           "| first load (insert) | insert after it | recursive: compile + Reasoner + rows "
+           "| every delta variant, in full |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in plans:
         var = f"{r['variants']:.2f}" if "variants" in r else "—"
         first = (f"{r['reasoner']:.2f}" if "reasoner" in r
                  else f"`{r.get('reasoner_error')}` at evaluation")
         out.append(f"| {r['shape']} | {r['n']} | {r['order_body']:.3f} | {first} "
-                   f"| {r['first_load']:.2f} | {var} |")
+                   f"| {r['first_load']:.2f} | {r['insert']:.2f} | {r['recursive']:.2f} "
+                   f"| {var} |")
     out += ["", "| misspelled relations | suggestions | found | compile | compile, no typos |",
             "|---:|---:|---:|---:|---:|"]
     for r in sugg:

@@ -7,7 +7,8 @@
                        --output DIR [-r REL]... [--goal ATOM [--where LITERALS]]
                        [--master URL] [--conf KEY=VALUE]... [--with-reasons]
                        [--explain-plan] [--closure auto|doubling|graphframes|semi-naive]
-                       [--max-iterations N] [--broadcast-rows N] [--checkpoint-dir DIR]
+                       [--max-iterations N] [--broadcast-rows N] [--local-rows N]
+                       [--checkpoint-dir DIR]
                        [--progress | --quiet]
                        [--filters OPERATION [--type T] (--subject S | --subjects-from REL)]
 
@@ -48,6 +49,8 @@ def add_parser(sub: Any) -> None:
     grantlog/cli/inputs.py), ``-r`` for ``--relation`` and ``--json`` as everywhere."""
     from grantlog.cli.inputs import HELP_STRICT, add_inputs, add_json, add_progress
 
+    from .local import LOCAL_ROWS
+
     p = sub.add_parser("spark", help="bulk evaluation on Spark (see `grantlog spark run -h`)",
                        description="bulk evaluation on Spark")
     ssub = p.add_subparsers(dest="spark_command", required=True, metavar="COMMAND")
@@ -86,6 +89,10 @@ def add_parser(sub: Any) -> None:
                    help="stop a recursive stratum after N iterations (iteration-limit)")
     r.add_argument("--broadcast-rows", type=int, default=100_000, metavar="N",
                    help="broadcast a join's side with at most N rows (default 100000)")
+    r.add_argument("--local-rows", type=int, default=LOCAL_ROWS, metavar="N",
+                   help="without --goal, evaluate on the driver with the in-memory engine "
+                        f"when facts and inputs hold at most N rows (default {LOCAL_ROWS}; "
+                        "0: always on Spark)")
     r.add_argument("--checkpoint-dir", metavar="DIR",
                    help="Spark checkpoint directory (default: a temp dir)")
     r.add_argument("--strict", action="store_true", help=HELP_STRICT)
@@ -178,7 +185,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = run(program, spark, inputs, with_reasons=args.with_reasons,
                      closure=args.closure, max_iterations=args.max_iterations,
                      broadcast_rows=args.broadcast_rows, progress=say, goal=args.goal,
-                     where=args.where)
+                     where=args.where, local_rows=args.local_rows)
         if args.explain_plan:
             if result.demand is not None:
                 for line in result.demand.describe().splitlines():

@@ -24,7 +24,8 @@ read by two or more body literals, or whose lazy plan grows past ``PLAN_LIMIT`` 
 is checkpointed (one job), so plans do not grow into trees of repeated subplans. Recursive
 strata run semi-naively (``delta_<rel>``/``new_<rel>``, the new rows found by a ``left_anti``
 join against the full relation, each delta checkpointed, which also cuts the lineage), or by
-path doubling when the stratum is a transitive closure (closure.py).
+path doubling when the stratum is a transitive closure (closure.py). A goal-less run over at
+most ``local_rows`` facts and input rows is evaluated in memory on the driver instead (local.py).
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ from typing import Any
 
 from grantlog.engine.core import ir, progress
 from grantlog.engine.core.terms import compare, is_anon
-from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan
+from grantlog.engine.plan.join import Assign, Filter, RulePlan, Scan
 from grantlog.engine.plan.magic import demand
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error, plural
 
-from . import encoding, planner, schema
+from . import encoding, local, planner, schema
 from .closure import closure_shape, doubling, full_on_spark, graphframes_status
 from .reasons import grant_reasons
 from .reasons import reason_literal as choose_reason
@@ -52,7 +53,7 @@ Progress = Callable[[str], None]
 PLAN_LIMIT = 100
 #: a materialized relation keeps about this many rows per partition (at least one partition)
 ROWS_PER_PARTITION = 200_000
-REASON_COLUMNS = ("rule", "reason_rel", "reason_row")
+REASON_COLUMNS = local.REASON_COLUMNS
 
 
 def rel_cols(arity: int) -> list[str]:
@@ -91,6 +92,7 @@ class _Run:
         self.weight: dict[str, int] = {}
         self.sizes: dict[str, int] = {}  # relations with a known row count
         self.reasons: Any = None
+        self.local = False  # evaluated in memory (local.py): reasons are grants already
         self.plans: list[str] = []
         self.reports: list[StratumReport] = []
         self.inputs = dict(inputs)
@@ -219,20 +221,7 @@ class _Run:
             return F.lit(encoding.encode(t.value)) if isinstance(t, ir.Const) else F.col(v(t.name))
 
         steps = plan.steps
-        head_vars = {t.name for t in plan.head.args if isinstance(t, ir.Var)}
-        need: list[set[str]] = [set() for _ in steps]
-        later = set(head_vars)
-        for i in range(len(steps) - 1, -1, -1):
-            need[i] = set(later)
-            s = steps[i]
-            terms: tuple[ir.Term, ...] = ()
-            if isinstance(s, Scan | NegCheck):
-                terms = s.key_terms
-            elif isinstance(s, Filter):
-                terms = (s.left, s.right)
-            else:
-                terms = (s.value,)
-            later |= {t.name for t in terms if isinstance(t, ir.Var)}
+        need = planner.needed(plan)
         reason_lit = self.reason_literal(plan.rule) if reasons else None
         reason_cols: list[str] = []
         b: Any = None
@@ -581,8 +570,8 @@ class _Run:
         answers, shown under the public name with the decision relation's reasons."""
         out = {rel: self.external(rel, df) for rel, df in self.full.items()}
         dec = self.decision
-        if self.with_reasons and self.reasons is not None:  # premises -> grants (reasons.py)
-            self.reasons = grant_reasons(self)
+        if self.with_reasons and self.reasons is not None and not self.local:
+            self.reasons = grant_reasons(self)  # premises -> grants (reasons.py)
         if self.with_reasons and dec in self.full:
             if self.reasons is None:  # a base relation: its rows are facts, with no reason
                 none = self.F.lit(None).cast("string")
@@ -615,6 +604,7 @@ def run(
     goal: str | None = None,
     where: str | None = None,
     restrict: Collection[str] | None = None,
+    local_rows: int = 0,
 ) -> SparkResult:
     """Evaluate ``program`` on ``spark``: a :class:`SparkResult` (one DataFrame per relation,
     base and derived; column kinds, per-stratum reports, join plans, a goal's demand rewrite).
@@ -635,7 +625,12 @@ def run(
     on demand, default :func:`~grantlog.engine.plan.magic.default_restricted`), and
     ``relations[<goal relation>]`` holds exactly the goal's matching rows that satisfy
     ``where``; the rewritten program's relations (``allowed__fcb``, ``magic__allowed__fcb``)
-    are there too."""
+    are there too.
+
+    ``local_rows``: a run without a goal whose rule-file facts and inputs hold at most this
+    many rows is evaluated by the in-memory engine on the driver and handed back as
+    DataFrames (local.py; 0, the default here: always on Spark; the CLI's default is
+    ``local.LOCAL_ROWS``)."""
     if closure not in ("auto", "doubling", "graphframes", "semi-naive"):
         raise ValueError(f"unknown closure strategy {closure!r}")
     if materialize not in ("shared", "cache", "all"):
@@ -647,7 +642,12 @@ def run(
         r = _Run(program, spark, inputs, with_reasons=with_reasons,
                  closure_strategy=closure, max_iterations=max_iterations,
                  broadcast_rows=broadcast_rows, materialize=materialize, progress=progress)
-        r.run()
+        rows = local.gather(r, local_rows)
+        r.local = rows is not None
+        if rows is not None:
+            local.evaluate(r, rows)
+        else:
+            r.run()
         return SparkResult(r.results(), r.kinds, r.reports, r.plans)
     diags = []
     for rel, df in inputs.items():  # against the whole program, before the rewrite

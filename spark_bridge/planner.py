@@ -26,7 +26,7 @@ from typing import Any
 
 from grantlog.engine.core import ir
 from grantlog.engine.core.terms import is_anon
-from grantlog.engine.plan.join import Policy, RulePlan, plan_rule
+from grantlog.engine.plan.join import Filter, NegCheck, Policy, RulePlan, Scan, plan_rule
 
 
 def low_columns(program: ir.Program, inputs: Collection[str] = ()) -> dict[str, frozenset[int]]:
@@ -104,3 +104,18 @@ def plans(
 ) -> list[RulePlan]:
     """One plan for a rule outside recursion; one delta variant per recursive body atom."""
     return plan_rule(rule, recursive, lambda: Connected(seeds, low))
+
+
+def needed(plan: RulePlan) -> list[set[str]]:
+    """Per step of ``plan``, the variables read at or after it (by a later step's key,
+    comparison or assignment, or by the head): what a join must keep from that step on."""
+    steps = plan.steps
+    need: list[set[str]] = [set() for _ in steps]
+    later = {t.name for t in plan.head.args if isinstance(t, ir.Var)}
+    for i in range(len(steps) - 1, -1, -1):
+        need[i] = set(later)
+        s = steps[i]
+        terms: tuple[ir.Term, ...] = s.key_terms if isinstance(s, Scan | NegCheck) else \
+            (s.left, s.right) if isinstance(s, Filter) else (s.value,)
+        later |= {t.name for t in terms if isinstance(t, ir.Var)}
+    return need

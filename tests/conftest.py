@@ -21,20 +21,29 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import HealthCheck, settings
 
-settings.register_profile(
-    "dev", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile(
-    "ci", max_examples=150, deadline=None, derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
-
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_DIR = ROOT / "tests" / "golden"
 UPDATE = os.environ.get("GRANTLOG_UPDATE_GOLDENS") == "1"
 #: the long local profile: `slow` tests run, the slowest property tests take more examples
 LONG = os.environ.get("GRANTLOG_LONG") == "1"
+
+settings.register_profile(
+    "dev", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+# the property tests that take the profile's count (generated programs against the naive
+# evaluator, incremental maintenance, formatting, junk input) are most of the suite's
+# hypothesis time: 100 examples in `make test`, 150 in the long profile
+settings.register_profile(
+    "ci", max_examples=150 if LONG else 100, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def examples(short: int, long: int) -> int:
+    """``max_examples`` of one of the slowest property tests: ``short`` in `make test` (the
+    suite's 15-minute budget), ``long`` in the long profile (`make test-long`)."""
+    return long if LONG else short
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -91,11 +100,26 @@ def golden() -> object:
     return check_golden
 
 
+#: the shared session's settings for speed on tiny tables (see :func:`spark`); none with
+#: ``GRANTLOG_TEST_SPARK_DEFAULTS=1`` (Spark's defaults: benchmarks/suite_time.py compares)
+SPARK_TEST_CONF: dict[str, str] = {} if os.environ.get("GRANTLOG_TEST_SPARK_DEFAULTS") == "1" \
+    else {"spark.sql.codegen.wholeStage": "false",
+          "spark.default.parallelism": "1",
+          "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One local Spark session for the whole test run (startup takes seconds): the case corpus
     (tests/test_cases.py) and tests/test_spark_bridge.py share it. Skips, with the reason,
-    when pyspark or Java is missing."""
+    when pyspark or Java is missing.
+
+    Tuned for many small jobs on tiny tables (:data:`SPARK_TEST_CONF`): whole-stage code
+    generation off (compiling each plan's Java source cost more than running it), one
+    partition by default, and the JVM's quick compiler only. Together they took the JVM's
+    CPU time for six of the case corpus's Spark cases from 63 s to 28 s (benchmarks/RESULTS.md,
+    "Test suite time"); the answers do not depend on them, and tests/test_spark_codegen.py
+    runs a shipped model with Spark's code generation on."""
     pytest.importorskip("pyspark", reason="pyspark is not installed (pip install "
                         "'grantlog[spark]')")
     if shutil.which("java") is None:
@@ -103,12 +127,14 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python tasks import grantlog
-    session = (SparkSession.builder.master("local[2]").appName("grantlog-tests")
+    builder = (SparkSession.builder.master("local[2]").appName("grantlog-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.adaptive.enabled", "false")
-               .getOrCreate())
+               .config("spark.sql.adaptive.enabled", "false"))
+    for key, value in SPARK_TEST_CONF.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("checkpoints")))
     yield session

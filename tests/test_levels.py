@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conftest import examples
 from grantlog.engine.answer.conditions import mentioned
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -89,7 +90,8 @@ def _reasoner(facts: dict[str, list[tuple[str, ...]]]) -> grantlog.Reasoner:
     return r
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100, 300), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(worlds())
 def test_filters_through_a_level_admit_what_check_allows(
         facts: dict[str, list[tuple[str, ...]]]) -> None:

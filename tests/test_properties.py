@@ -142,7 +142,7 @@ def _gl_files() -> list[Path]:
     out = []
     for p in sorted(ROOT.rglob("*.gl")):
         rel = p.relative_to(ROOT)
-        if rel.parts[0] in (".venv", ".git", ".typecheck"):
+        if rel.parts[0] in (".venv", ".git", ".typecheck", "build"):  # build/: setuptools' copies
             continue
         if "golden" in rel.parts:
             try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import examples
 from grantlog.engine.answer.residual import Residual
 from grantlog.engine.core import ir
 from hypothesis import HealthCheck, given, settings
@@ -95,7 +96,8 @@ def _world(model: str) -> st.SearchStrategy[str]:
 
 
 @pytest.mark.parametrize("model", ["gravitino", "cdap_parent", "three_tier"])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(6, 15), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_filters_on_generated_worlds(model: str, data: st.DataObject) -> None:
     r, subjects, ops, values = _drawn(model, data, 3, 4)
@@ -280,7 +282,8 @@ def test_list_equals_one_check_per_resource(model: str) -> None:
 
 
 @pytest.mark.parametrize("model", ["gravitino", "cdap_parent", "three_tier", "onehouse"])
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(5, 10), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_list_on_generated_worlds(model: str, data: st.DataObject) -> None:
     r, subjects, ops, values = _drawn(model, data, 2, 3)

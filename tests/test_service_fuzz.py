@@ -30,8 +30,9 @@ one). Requests are sent one at a time.
 A slowloris test opens connections whose headers never finish: the server must close them
 within the header deadline (``--header-timeout``).
 
-Example counts are small (the file runs in about a minute); multiply them with
-``GRANTLOG_FUZZ_SCALE=20`` for a long local run.
+Example counts are small (the file runs in about half a minute; the long profile,
+`make test-long`, runs twice as many); multiply them with ``GRANTLOG_FUZZ_SCALE=20`` for a long
+local run.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+import conftest
 import httpx
 import orjson
 import pytest
@@ -92,8 +94,10 @@ SCALE = max(1, int(os.environ.get("GRANTLOG_FUZZ_SCALE", "1")))
 
 
 def fuzz(examples: int) -> Callable[[Any], Any]:
-    """Few examples (times ``GRANTLOG_FUZZ_SCALE``), the rest from the active profile."""
-    return settings(max_examples=examples * SCALE, deadline=None,
+    """Few examples (times ``GRANTLOG_FUZZ_SCALE``; half of them outside the long profile),
+    the rest from the active profile."""
+    return settings(max_examples=conftest.examples(examples // 2, examples) * SCALE,
+                    deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
 

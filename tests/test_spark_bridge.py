@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import strategies as gen
+from conftest import examples
 from grantlog.engine.core import ir
 from grantlog.rules import models
 from hypothesis import given, note, settings
@@ -101,7 +102,7 @@ def test_input_mapping_and_arguments(tmp_path: Path) -> None:
 # the in-memory engine as the oracle
 
 
-@settings(max_examples=12, deadline=None, derandomize=True)
+@settings(max_examples=examples(6, 12), deadline=None, derandomize=True)
 @given(prog=gen.programs(max_rels=4, max_rules=5))
 def test_generated_programs_match_memory(prog: gen.Program, spark: Any) -> None:
     text = prog.text()
@@ -113,10 +114,11 @@ def test_generated_programs_match_memory(prog: gen.Program, spark: Any) -> None:
 
 
 # the two Gravitino models take 30-40 s each here: the long profile runs them (the goal-directed
-# Spark runs of tests/test_spark_scale.py cover them in every profile)
+# Spark runs of tests/test_spark_scale.py cover them in every profile); three_tier runs in
+# tests/test_spark_codegen.py, with Spark's code generation on (off in the tests' session)
 @pytest.mark.parametrize("model", [
     pytest.param(m.name, marks=pytest.mark.slow) if m.name.startswith("gravitino") else m.name
-    for m in models()])
+    for m in models() if m.name != "three_tier"])
 def test_shipped_models_match_memory(model: str, spark: Any) -> None:
     from grantlog.rules import model_path
 
@@ -305,7 +307,7 @@ def test_cli_run_writes_parquet(spark: Any, tmp_path: Path, capsys: pytest.Captu
     out = tmp_path / "out"
     code = spark_cli(["run", "--rules", str(rules), "--input", f"grant={tmp_path}/grant.csv",
                       "--inputs", str(mapping), "--output", str(out), "-r", "allowed", "-r", "p",
-                      "--with-reasons", "--explain-plan", "--progress"])
+                      "--with-reasons", "--explain-plan", "--progress", "--local-rows", "0"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "stratum" in captured.err and "doubling round" in captured.err

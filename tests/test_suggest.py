@@ -311,11 +311,12 @@ def test_suggesting_changes_nothing_in_a_store(tmp_path: Path) -> None:
         assert ("dora", "contractors") in r.base_facts()["member"]
 
 
-def test_golden_suggestions_of_two_example_questions() -> None:
+def test_golden_suggestions_of_three_example_questions() -> None:
     r = _reasoner("gravitino")
     out = []
     for q in [("carol", "select_table", "m1.lakehouse.sales.customers"),
-              ("alice", "modify_table", "m1.lakehouse.sales.orders")]:
+              ("alice", "modify_table", "m1.lakehouse.sales.orders"),
+              ("bob", "drop_table", "m1.lakehouse.sales.orders")]:
         found = r.suggest(*q, limit=4, bounds=Bounds(seconds=120))  # no cut by the clock
         verify(grantlog.Reasoner(_program("gravitino")), found.goal, found)
         out.append(found.render())

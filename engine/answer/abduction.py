@@ -8,9 +8,13 @@ retracting one base fact of the atom's why-proof, for each row that blocks it (a
 copy says the row still holds another way, one fact of its next proof: :meth:`Search.killed`).
 Variables no row binds get a fresh constant named after their column. Literals are placed
 most-bound first, those with matching rows before those without (relations answered on demand
-are not probed ahead). Candidates are at most :attr:`Search.size` facts; a lower bound (the
-facts so far and the missing ground base facts the agenda still needs) and the suggestions
-already kept (their supersets are not the smallest) prune the search. Nothing here runs a
+are not probed ahead), and among them the hierarchy's closure asked upward from a known object
+first: an ancestor is bound to the places above the goal's object (where an ownership or a
+grant would apply) before another literal binds it elsewhere (whose suggestion would then
+have to move the hierarchy; those moves are still searched, after). Candidates are at most
+:attr:`Search.size` facts; a lower bound (the facts so far and the missing ground base facts
+the agenda still needs) and the suggestions already kept (their supersets are not the
+smallest) prune the search. Nothing here runs a
 candidate: suggest.py checks them.
 """
 
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core import ir
+from ..core.hierarchy_roles import hierarchy_roles
 from ..core.terms import compare, is_anon, lit_terms, map_terms
 from ..eval.demand import DemandContext
 from .explain import Proof, Prover
@@ -129,6 +134,12 @@ class Search:
         self.program = program
         self.derived = program.derived
         self.virtual = program.virtual
+        #: the hierarchy's closure relations (``closure(anc, obj)``, declared or recognised:
+        #: engine/core/hierarchy_roles.py): asked with the object known first, they bind an
+        #: ancestor to the places above the goal's object where a grant or an ownership
+        #: would apply (before a literal binds it to some other object, whose suggestion
+        #: then has to move the hierarchy)
+        self.closures = hierarchy_closures(program)
         self.ctx = ctx
         self.prover = prover
         self.bounds = bounds
@@ -271,13 +282,19 @@ class Search:
                 known = any(self.bound(t, env) for t in lit.args) or not lit.args
                 # one with matching rows first: it binds variables an assumed fact needs (a
                 # relation answered on demand is not probed ahead: a partial lookup may
-                # evaluate a lot of rules)
+                # evaluate a lot of rules); of those, the hierarchy's closure asked upward
+                # from a known object first (its rows: the object's ancestors)
                 probe = known and lit.rel not in self.virtual
                 rank = ((2 if probe and self.rows(lit.rel, lit.args, env) else 3)
-                        if known else 4, free)
+                        if known else 4, free - (1 if self.upward(lit, env) else 0))
             if rank is not None and (best is None or rank < best[0]):
                 best = (rank, i)
         return None if best is None else best[1]
+
+    def upward(self, lit: ir.Atom, env: Mapping[str, ir.Value]) -> bool:
+        """Whether ``lit`` asks the hierarchy's closure for the ancestors of a known object."""
+        return lit.rel in self.closures and len(lit.args) == 2 and \
+            self.bound(lit.args[1], env) and not self.bound(lit.args[0], env)
 
     def freshen(self, agenda: tuple[Item, ...], st: State) -> State:
         """Give every unbound variable of ``agenda`` a fresh constant (a variable equated
@@ -344,8 +361,9 @@ class Search:
                 inserts=(*st.inserts, (lit.rel, lit.args)),
                 repairs=(*st.repairs, ("missing", lit.rel, lit.args))))
             return
-        if rows or depth >= self.bounds.depth:
+        if (rows and not self.upward(lit, env)) or depth >= self.bounds.depth:
             return  # a derived literal some row satisfies is used as it is, not re-derived
+            # (but for the ancestors of an object: an ancestor elsewhere moves the hierarchy)
         for rule in self.program.rules_for(lit.rel):  # a derived fact: through one of its rules
             body = self.expand(rule, lit.args)
             if body is None:
@@ -479,6 +497,18 @@ class Search:
         return Candidate(edits, st.branch, tuple(repairs), tuple(sorted(found.items())),
                           tuple(sorted((v, c) for v, c in fresh.items() if v in map(
                               str, (x for _, row in inserts for x in row)))))
+
+
+def hierarchy_closures(program: ir.Program) -> frozenset[str]:
+    """The closure relations of the program's hierarchies (none when it has none)."""
+    roles = hierarchy_roles(program)
+    return roles.closures.union(*(o.closures for o in roles.others))
+
+
+def hierarchy_moves(program: ir.Program) -> frozenset[str]:
+    """The relations whose facts move objects in a hierarchy (its edges)."""
+    roles = hierarchy_roles(program)
+    return frozenset(e for e in (roles.edge, *(o.edge for o in roles.others)) if e)
 
 
 def leaves(proof: Proof) -> list[tuple[str, ir.Row]]:

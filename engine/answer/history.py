@@ -30,7 +30,9 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from ..core import arguments
 from ..core.journal import VALID
+from ..core.results import Decision
 from ..core.times import moment as moment  # history.moment, as before
+from . import pointread, recent
 
 #: the engine's reasoner (engine/answer/reasoner.py, which imports this module: a question
 #: is given the reasoner it is asked of)
@@ -71,8 +73,11 @@ class Kept:
 _kept = Kept()
 
 
-def past(r: Reasoner, at_revision: object, as_of: object) -> Reasoner:
-    """The read-only reasoner of ``r``'s journal at ``at_revision`` or ``as_of``."""
+def past(r: Reasoner, at_revision: object, as_of: object,
+         points: tuple[Any, Any] | None = None) -> Reasoner:
+    """The read-only reasoner of ``r``'s journal at ``at_revision`` or ``as_of``. With
+    ``points`` (a check's ``(args, kwargs)``), that check's decision instead when it is
+    read by points (answer/pointread.py: at a revision whose reasoner is not kept)."""
     if at_revision is not None and as_of is not None:
         raise arguments.bad_argument("as_of", "None when `at_revision` is given", as_of,
                                      "ask at a revision or at a time, not both")
@@ -92,12 +97,25 @@ def past(r: Reasoner, at_revision: object, as_of: object) -> Reasoner:
     found = _kept.get(r, key)
     if found is not None:
         return found
+    if points is not None:  # a check by point reads (answer/pointread.py), its view kept
+        pkey = ("points", *key)
+        got, view = pointread.check(r, revision, program, *points, _kept.get(r, pkey))
+        if view is not None:
+            _kept.put(r, pkey, view)
+            return got
     at, rows = journal.snapshot_at(revision)
     p = _past_class(_engine_class(type(r)))(program)
     p.seed({rel: rs for rel, rs in rows.items() if rs and (rel in program.relations
                                                             or rel == VALID)}, at)
     _kept.put(r, key, p)
     return p
+
+
+def kept(r: Reasoner, revision: int, points: bool = False) -> Any:
+    """What ``r`` keeps of ``revision`` under its own program: the rebuilt reasoner, or
+    with ``points`` the view of point reads (answer/pointread.py); None: nothing."""
+    key = (revision, r.program.digest)
+    return _kept.get(r, ("points", *key) if points else key)
 
 
 def asof(method: _F) -> _F:
@@ -110,9 +128,13 @@ def asof(method: _F) -> _F:
             **kwargs: Any) -> Any:
         if at_revision is None and as_of is None:
             return method(self, *args, **kwargs)
+        got = recent.check(self, at_revision, as_of, args, kwargs) if name == "check" else None
+        if got is not None:  # a recent revision, from the live reasoner (answer/recent.py)
+            return got
         if as_of is not None and kwargs.get("now") is None:
             kwargs["now"] = as_of  # validity intervals are read at that moment too
-        return getattr(past(self, at_revision, as_of), name)(*args, **kwargs)
+        p = past(self, at_revision, as_of, (args, kwargs) if name == "check" else None)
+        return p if isinstance(p, Decision) else getattr(p, name)(*args, **kwargs)
 
     return ask  # type: ignore[return-value]
 
@@ -189,6 +211,27 @@ def _bound(r: Reasoner, value: object, name: str) -> int | None:
     journal = r.journal
     assert journal is not None
     return int(journal.revision_at(moment(value, name)))
+
+
+def span(r: Reasoner, since: object, until: object) -> tuple[Any, dict[int, Any], int, int]:
+    """``r``'s journal, its committed transactions by revision, and the revisions ``since``
+    and ``until`` stand for (default: the oldest revision kept and the head; times as
+    ``as_of`` takes them): the stretch of history a timeline or a period covers."""
+    journal = r.journal
+    if journal is None:
+        past(r, 0, None)  # history-unavailable
+    assert journal is not None
+    committed = {c.revision: c for c in journal.transactions(0)}
+    head = journal.head()
+    first = _bound(r, since, "since")
+    if first is None:
+        first = min(committed) - 1 if committed else head
+    last = head if until is None else _bound(r, until, "until")
+    assert last is not None
+    if last < first:
+        raise arguments.bad_argument("until", f"a revision of at least {first} (`since`)",
+                                     until)
+    return journal, committed, first, last
 
 
 def _build(r: Reasoner, revision: int, clock: float | None = None) -> tuple[Any, Any]:

@@ -37,7 +37,7 @@ from ..plan.demand import DemandPlans
 from ..plan.join import RulePlan
 from ..plan.kept import keep_statistics, kept_statistics, statistics
 from . import filter as filters
-from . import listing, validity, vocabulary
+from . import listing, recent, validity, vocabulary
 from .conditions import Cond
 from .decide import Decider, decision_relation
 from .explain import Explanation, Limits, Prover, explain_goal
@@ -132,6 +132,7 @@ class Reasoner(Writes):
             rev, rows = journal.snapshot()
             self._journaled.note(rows)
             self.seed(rows, rev)
+            recent.follow(self)  # its last transactions, for as-of checks
 
     @property
     def journal(self) -> Journal | None:

@@ -15,7 +15,10 @@ How candidates are checked: each is applied to a throwaway copy of the reasoner 
 program over the same base facts, in memory: the what-if of engine/answer/whatif.py, one
 transaction per candidate, undone after) and kept only when the goal then holds; a kept one
 is shrunk until removing any one of its facts no longer flips the goal (so none is larger
-than needed). Suggestions are ordered by size (fewest facts first), then by fresh constants
+than needed). Suggestions are ordered by size (fewest facts first), then by how many of their
+facts move the hierarchy (an edge of the declared or recognised hierarchy: moving a table
+under a schema bob owns) or flip a global switch (a 0-ary fact), fewest first (a grant, a
+membership or an ownership is the change an administrator means), then by fresh constants
 (fewest: they stay closest to the existing constants), then by how many of the goal's own
 constants they name (most first), then by reach (the fewest derived rows of materialized
 relations changed), then by text.
@@ -37,7 +40,18 @@ from typing import Any
 from ..core import ir
 from ..core.facts import Facts
 from ..core.terms import lit_terms
-from .abduction import Bounds, Candidate, Cut, Edit, Item, Repair, Search, State, leaves
+from .abduction import (
+    Bounds,
+    Candidate,
+    Cut,
+    Edit,
+    Item,
+    Repair,
+    Search,
+    State,
+    hierarchy_moves,
+    leaves,
+)
 from .query import Goals
 from .reasoner import Reasoner
 
@@ -60,6 +74,8 @@ class Suggestion:
     reach: int = 0
     #: the goal's constants its facts name (more: a change about this very question)
     near: int = 0
+    #: its facts that move the hierarchy (edges) or flip a global switch (a 0-ary fact)
+    moves: int = 0
 
     @property
     def size(self) -> int:
@@ -67,7 +83,7 @@ class Suggestion:
 
     @property
     def key(self) -> tuple[Any, ...]:
-        return (self.size, len(self.fresh), -self.near, self.reach,
+        return (self.size, self.moves, len(self.fresh), -self.near, self.reach,
                 [e.fact for e in self.edits])
 
     @property
@@ -290,11 +306,14 @@ def _checked(trial: Trial, goal: str, cand: Candidate, seen: set[frozenset[Edit]
     keep = {v for e in edits for v in map(str, e.row)}
     near = {v for lit in goal_lits for t in lit_terms(lit) if isinstance(t, ir.Const)
             for v in (str(t.value),)}
+    program = trial.copy.program
+    movers = hierarchy_moves(program)
+    moves = sum(1 for e in edits if e.rel in movers or program.relations[e.rel].arity == 0)
     return Suggestion(edits, cand.branch,
                       tuple(r for r in cand.repairs if _touches(r, edits)),
                       tuple(f for f in cand.found if f[0] in keep and f[0] not in near),
                       tuple(f for f in cand.fresh if f[0] in keep), reach,
-                      len(near & keep))
+                      len(near & keep), moves)
 
 
 def _touches(r: Repair, edits: tuple[Edit, ...]) -> bool:

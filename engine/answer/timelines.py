@@ -22,7 +22,7 @@ from ..core import arguments, ir
 from ..core.journal import VALID
 from ..core.results import Changes
 from .explain import Explanation
-from .history import Edge, Interval, _bound, _build, past
+from .history import Edge, Interval, _build, past, span
 
 Reasoner = Any
 Key = tuple[ir.Value, ...]
@@ -224,20 +224,7 @@ def keyed(r: Reasoner, of: dict[str, ir.Value], names: tuple[str, ...], since: o
     """The timeline of every key: ``start(live)`` the keys holding at ``since`` (asked of
     a reasoner of that revision, and again under each new policy), ``select(row)`` the key
     of a decision row (None: not of this timeline)."""
-    journal = r.journal
-    if journal is None:
-        past(r, 0, None)  # history-unavailable
-    assert journal is not None
-    committed = {c.revision: c for c in journal.transactions(0)}
-    head = journal.head()
-    first = _bound(r, since, "since")
-    if first is None:
-        first = min(committed) - 1 if committed else head
-    last = head if until is None else _bound(r, until, "until")
-    assert last is not None
-    if last < first:
-        raise arguments.bad_argument("until", f"a revision of at least {first} (`since`)",
-                                     until)
+    journal, committed, first, last = span(r, since, until)
     policies = {rev for rev in journal.policy_revisions() if first < rev <= last}
 
     def edge(rev: int) -> Edge:

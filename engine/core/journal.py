@@ -155,10 +155,24 @@ class Journal(JournalReader, Protocol):
         ...
 
 
+class PointReader(Protocol):
+    """The journaled facts at one past revision, read a few at a time (engine/answer/
+    pointread.py): a journal that can, gives one by ``point_reader(revision)`` (None where
+    it cannot, e.g. it keeps no temporal index; grantlog/store/temporal.py)."""
+
+    @property
+    def revision(self) -> int: ...
+
+    def rows(self, rel: str, bound: Mapping[int, ir.Value]) -> Iterable[ir.Row]:
+        """The facts of ``rel`` at the revision whose column ``i`` is ``bound[i]``
+        (``bound``'s most selective column first: a reader may look up by it alone)."""
+        ...
+
+
 def compacted(exc: GrantlogError) -> bool:
     """Whether ``exc`` says the journal no longer keeps the transactions asked for."""
     return bool(exc.diagnostics) and exc.diagnostics[0].code == COMPACTED
 
 
 __all__ = ["COMPACTED", "VALID", "Change", "Committed", "Entry", "Journal", "JournalReader", "Meta",
-           "Snapshot", "compacted"]
+           "PointReader", "Snapshot", "compacted"]

@@ -14,7 +14,7 @@ from itertools import filterfalse
 from operator import itemgetter
 from typing import Any
 
-from ..core.index import Bucket, Index, UniqueIndex, build_index
+from ..core.index import Index, UniqueIndex, build_index
 from ..core.ir import Row
 
 #: rows added at once from which an index takes them at C speed (:meth:`Database.add`)
@@ -31,24 +31,6 @@ def _put(ix: Index, k: Any, row: Row) -> None:
     else:
         assert isinstance(bucket, dict)
         bucket[row] = None
-
-
-def _merge(ix: Index, more: Index) -> None:
-    """Add the rows of index ``more`` (built at C speed from new rows, :func:`build_index`)
-    to ``ix``, a key at a time: its buckets are taken over where ``ix`` lacks the key."""
-    unique = type(more) is UniqueIndex
-    get = ix.get
-    for k, got in dict.items(more):
-        value: Any = got  # a unique index's value is the row itself
-        bucket: Bucket = (value,) if unique else value
-        old = get(k)
-        if old is None:
-            ix[k] = bucket
-        elif type(old) is tuple:
-            ix[k] = {old[0]: None, **dict.fromkeys(bucket)}
-        else:
-            assert isinstance(old, dict)
-            old.update(dict.fromkeys(bucket))
 
 
 def net_change(ops: Mapping[str, Mapping[Row, bool]],
@@ -133,11 +115,22 @@ class Database:
                 if ordered is None:
                     ordered = list(rows)
                 self._add_unique(rel, entry, ordered)
-            elif len(rows) >= BULK:
-                _merge(ix, build_index(rows, key))
             else:
+                # one pass, the buckets' code inline (no call a row): twice as fast as an
+                # index of the new rows built first and merged a key at a time, whether
+                # the keys are new or old (benchmarks/RESULTS.md, "The conformance-shaped
+                # cases, continued")
+                get = ix.get
                 for row in rows:
-                    _put(ix, key(row), row)
+                    k = key(row)
+                    bucket = get(k)
+                    if bucket is None:
+                        ix[k] = (row,)
+                    elif type(bucket) is tuple:
+                        if bucket[0] != row:
+                            ix[k] = {bucket[0]: None, row: None}
+                    else:
+                        bucket[row] = None
 
     def _add_unique(self, rel: str, entry: list[Any], rows: list[Row]) -> None:
         """Add rows to a unique index; at the first key with a second row, replace it by an

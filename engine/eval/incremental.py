@@ -36,7 +36,7 @@ from ..core import ir, progress
 from ..core.results import Change
 from ..plan.codegen import RunFn, compile_plan
 from ..plan.demand import DemandPlans
-from ..plan.join import RulePlan, plan_variant
+from ..plan.join import RulePlan, Variants
 from .database import Database
 from .demand import DemandContext, Memo
 from .derivation import Derivations
@@ -109,10 +109,11 @@ class _Variant:
     first use (a body of n literals has n variants: planned up front, a long body's cost
     n times over, for the few relations a change ever touches)."""
 
-    __slots__ = ("_fn", "_plan", "negated", "position", "rel", "rule")
+    __slots__ = ("_fn", "_plan", "negated", "position", "rel", "rule", "variants")
 
-    def __init__(self, rule: ir.Rule, position: int, rel: str, negated: bool) -> None:
-        self.rule, self.position = rule, position
+    def __init__(self, variants: Variants, position: int, rel: str, negated: bool) -> None:
+        self.rule, self.position = variants.rule, position
+        self.variants = variants  # the rule's variants: planned together, as they are read
         self.rel = rel  # the relation read from the delta
         self.negated = negated
         self._plan: RulePlan | None = None
@@ -121,7 +122,7 @@ class _Variant:
     @property
     def plan(self) -> RulePlan:
         if self._plan is None:
-            self._plan = plan_variant(self.rule, self.position)
+            self._plan = self.variants.plan(self.position)
         return self._plan
 
     @property
@@ -141,13 +142,14 @@ class Maintainer:
         for st in program.strata:
             for rid in st.rules:
                 rule = program.rules[rid]
+                shared = Variants(rule)
                 vs = []
                 for i, lit in enumerate(rule.body):
                     if isinstance(lit, ir.Cmp):
                         continue
                     neg = isinstance(lit, ir.Neg)
                     rel = lit.atom.rel if isinstance(lit, ir.Neg) else lit.rel
-                    vs.append(_Variant(rule, i, rel, neg))
+                    vs.append(_Variant(shared, i, rel, neg))
                 self.variants[rid] = vs
         self.derivations = Derivations(program)  # re-derivation: does a rule still derive it
         self.demand_plans = DemandPlans(program)

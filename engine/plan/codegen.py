@@ -29,7 +29,7 @@ from typing import Any
 from ..core import ir
 from ..core.index import stored_get
 from ..core.terms import compare, is_anon, less
-from .join import Assign, Filter, NegCheck, RulePlan, Scan, Step
+from .join import Assign, Filter, NegCheck, RulePlan, Scan, Step, Steps
 
 RunFn = Callable[..., None]
 #: a function compiled for a lookup: ``bind(F, I)`` -> ``run(O, B)`` (:func:`compile_keyed`)
@@ -344,7 +344,9 @@ def _exec(plan: RulePlan, src: str, name: str) -> Any:
 
 
 def _too_deep(plan: RulePlan) -> bool:
-    loops = sum(1 for s in plan.steps if isinstance(s, Scan))
+    steps = plan.steps
+    loops = (steps.scans if isinstance(steps, Steps)
+             else sum(1 for s in steps if isinstance(s, Scan)))
     return loops > MAX_LOOPS or any(is_anon(t) for t in plan.head.args)
 
 

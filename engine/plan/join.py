@@ -22,7 +22,8 @@ planner (spark_bridge/planner.py) passes its own policy; the demand rewrite's ``
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -75,7 +76,7 @@ Step = Scan | NegCheck | Filter | Assign
 class RulePlan:
     rule: ir.Rule
     head: ir.Atom
-    steps: tuple[Step, ...]
+    steps: Sequence[Step]
     delta_literal: int | None  # body position read from the delta, or None
     pre_bound: tuple[str, ...] = ()
 
@@ -176,48 +177,99 @@ def greedy(items: Iterable[T], score: Callable[[T], Any], take: Callable[[T], An
     of scores instead of a pass over every item left per round, so a body of n atoms is
     ordered in about n log n steps, not n² scores (a 1,600-literal body: n³ with its delta
     variants). The choice is the same as the full pass's, provided a score changes only
-    when a name it depends on is bound."""
-    left = list(items)
+    when a name it depends on is bound. :func:`greedy_steps` is the same loop, one take at
+    a time."""
+    for _ in greedy_steps(items, score, take, depends):
+        pass
+
+
+class Start:
+    """What :func:`greedy_steps` computes before its first take, kept to start several runs
+    over the same items from (the delta variants of one body, :class:`Variants`): every
+    item's score with nothing bound, the items sorted by them (best first), and name -> the
+    items whose score reads it. A run reads the sorted items through a pointer and keeps
+    the items it scores again in a heap of its own: nothing copied per run. Valid for a run
+    whose scores, with nothing bound, are these (a pure score)."""
+
+    __slots__ = ("fast", "order", "readers", "scores", "shape")
+
+    def __init__(self, items: Sequence[T], score: Callable[[T], Any],
+                 depends: Callable[[T], Iterable[Hashable]]) -> None:
+        self.readers: dict[Hashable, list[int]] = {}
+        self.scores = []
+        for k, item in enumerate(items):
+            for name in depends(item):
+                self.readers.setdefault(name, []).append(k)
+            self.scores.append(score(item))
+        # the entries: (negated score, item, version) while every score is a number or a
+        # tuple of numbers of one length (compared in C), else :class:`_Entry`
+        self.shape = _shape(self.scores[0]) if self.scores else None
+        self.fast = self.shape is not None and all(_shape(x) == self.shape for x in self.scores)
+        self.order: list[Any] = sorted(
+            [(_negated(x), k, 0) for k, x in enumerate(self.scores)] if self.fast
+            else [_Entry(x, k, 0) for k, x in enumerate(self.scores)])
+
+
+def greedy_steps(items: Sequence[T] | Iterable[T], score: Callable[[T], Any],
+                 take: Callable[[T], Any],
+                 depends: Callable[[T], Iterable[Hashable]] | None = None,
+                 start: Start | None = None, taken: Iterable[int] = (),
+                 bound: Iterable[Hashable] = ()) -> Iterator[None]:
+    """:func:`greedy`, yielding after each take. ``start``: the state before the first take
+    computed once for several runs (:class:`Start`, over the same ``items``; needs
+    ``depends``), this run's ``taken`` items left out and the items reading the names in
+    ``bound`` (bound before the run) scored again, as if the run had scored them all now."""
     if depends is None:
-        while left:
-            best = max(left, key=score)
-            left.remove(best)
+        rest = list(items)
+        while rest:
+            best = max(rest, key=score)
+            rest.remove(best)
             take(best)
+            yield
         return
-    readers: dict[Hashable, list[int]] = {}
-    scores = []
-    for k, item in enumerate(left):
-        for name in depends(item):
-            readers.setdefault(name, []).append(k)
-        scores.append(score(item))
-    version = [0] * len(left)
-    done = [False] * len(left)
-    # the heap's entries: (negated score, item, version) while every score is a number or a
-    # tuple of numbers of one length (compared in C), else :class:`_Entry`
-    shape = _shape(scores[0]) if scores else None
-    fast = shape is not None and all(_shape(x) == shape for x in scores)
-    heap: list[Any] = ([(_negated(x), k, 0) for k, x in enumerate(scores)] if fast
-                       else [_Entry(x, k, 0) for k, x in enumerate(scores)])
-    heapq.heapify(heap)
-    while heap:
-        e = heapq.heappop(heap)
-        k, v = (e[1], e[2]) if fast else (e.k, e.version)
-        if done[k] or v != version[k]:
-            continue  # taken, or scored again since
-        done[k] = True
-        for name in take(left[k]) or ():
-            for j in readers.pop(name, ()):
-                if done[j]:
+    left = items if isinstance(items, list) else list(items)
+    if start is None:
+        start = Start(left, score, depends)
+    readers, shape, fast = start.readers, start.shape, start.fast
+    base, at = start.order, 0  # the entries scored with nothing bound, best first
+    heap: list[Any] = []  # the entries scored again in this run
+    scores: dict[int, Any] = {}
+    version: dict[int, int] = {}
+    done = set(taken)
+    seen: set[Hashable] = set()
+
+    def rescore(names: Iterable[Hashable]) -> None:
+        nonlocal fast, heap, base
+        for name in names:
+            if name in seen:
+                continue
+            seen.add(name)
+            for j in readers.get(name, ()):
+                if j in done:
                     continue
-                version[j] += 1
+                v = version[j] = version.get(j, 0) + 1
                 x = scores[j] = score(left[j])
                 if fast and _shape(x) != shape:  # from now on, compared in Python
-                    fast = False
-                    heap = [_Entry(scores[i], i, version[i])
-                            for i in range(len(left)) if not done[i] and i != j]
+                    fast, base = False, []
+                    heap = [_Entry(scores.get(i, start.scores[i]), i, version.get(i, 0))
+                            for i in range(len(left)) if i not in done and i != j]
                     heapq.heapify(heap)
-                heapq.heappush(heap, (_negated(x), j, version[j]) if fast
-                               else _Entry(x, j, version[j]))
+                heapq.heappush(heap, (_negated(x), j, v) if fast else _Entry(x, j, v))
+
+    rescore(bound)
+    while True:
+        if heap and (at == len(base) or heap[0] < base[at]):
+            e = heapq.heappop(heap)
+        elif at < len(base):
+            e, at = base[at], at + 1
+        else:
+            return
+        k, v = (e[1], e[2]) if fast else (e.k, e.version)
+        if k in done or v != version.get(k, 0):
+            continue  # taken, or scored again since
+        done.add(k)
+        rescore(take(left[k]) or ())
+        yield
 
 
 def _shape(score: Any) -> int | None:
@@ -304,18 +356,26 @@ class Waiting:
     def __bool__(self) -> bool:
         return bool(self.items)
 
+    def fork(self) -> Waiting:
+        """A copy to place from (the readers shared: :meth:`place` only reads them)."""
+        w = Waiting(())
+        w.items, w.readers = dict(self.items), self.readers
+        return w
+
     def place(self, place: Callable[[int, ir.Lit], list[str] | None],
-              fresh: Iterable[str] | None) -> list[str]:
+              fresh: Iterable[str] | None, also: Iterable[int] = ()) -> list[str]:
         """Place what is ready: ``place`` places one literal and returns the variables it
         bound, or None (not ready); ``fresh``: the variables bound since the last call (None:
-        visit every literal). Returns the variables the placed literals bound."""
+        visit every literal); ``also``: more positions to visit (e.g. the literals ready
+        with nothing bound). Returns the variables the placed literals bound."""
         items, readers = self.items, self.readers
         if not items:
             return []
         if fresh is None:
             todo = list(items)
         else:
-            todo = sorted({j for name in fresh for j in readers.get(name, ()) if j in items})
+            todo = sorted({j for name in fresh for j in readers.get(name, ()) if j in items}
+                          | {j for j in also if j in items})
         got: list[str] = []
         while todo:  # one pass, in body order
             queued = set(todo)
@@ -355,13 +415,33 @@ def order_body(
     in an ``atom_order`` plan, a negation of a virtual relation: its lookup evaluates rules,
     so it waits until every positive atom has been read (``not denied(U, P, O)`` is asked
     only where an ALLOW applied, not for every object looked at)."""
+    steps: list[Step] = []
+    for _ in _ordering(steps, body, pre_bound, first, virtual, atom_order, policy):
+        pass
+    return steps
+
+
+def _ordering(
+    steps: list[Step],
+    body: tuple[ir.Lit, ...],
+    pre_bound: set[str] | None = None,
+    first: int | None = None,
+    virtual: frozenset[str] = frozenset(),
+    atom_order: Sequence[int] | None = None,
+    policy: Policy | None = None,
+    shared: _Body | None = None,
+) -> Iterator[None]:
+    """:func:`order_body` appending to ``steps``, yielding after each atom read (with the
+    literals it made ready); ``shared``: what the delta variants of ``body`` share
+    (:class:`Variants`, the default policy, nothing pre-bound)."""
     bound = set(pre_bound or ())
-    policy = policy or Policy(virtual)
+    policy = shared.policy if shared is not None else (policy or Policy(virtual))
     defer = atom_order is not None and bool(virtual) and any(
         isinstance(lit, ir.Atom) for lit in body)
-    steps: list[Step] = []
-    others = Waiting((i, lit) for i, lit in enumerate(body) if not isinstance(lit, ir.Atom))
-    atoms = [(i, lit) for i, lit in enumerate(body) if isinstance(lit, ir.Atom)]
+    others = (shared.waiting.fork() if shared is not None else
+              Waiting((i, lit) for i, lit in enumerate(body) if not isinstance(lit, ir.Atom)))
+    atoms = (shared.atoms if shared is not None else
+             [(i, lit) for i, lit in enumerate(body) if isinstance(lit, ir.Atom)])
 
     def place(i: int, lit: ir.Lit, last: bool) -> list[str] | None:
         if isinstance(lit, ir.Cmp):
@@ -376,8 +456,7 @@ def order_body(
             bound.add(var.name)
             return [var.name]
         assert isinstance(lit, ir.Neg)
-        if not all(t.name in bound for t in lit.atom.args
-                   if isinstance(t, ir.Var) and not is_anon(t)):
+        if not _ready(lit, bound):
             return None
         if defer and not last and lit.atom.rel in virtual:
             return None
@@ -395,6 +474,8 @@ def order_body(
         return fresh + others.place(lambda j, lit: place(j, lit, last),
                                     None if last else fresh)
 
+    fresh: list[str] = []
+    taken: list[int] = []
     if first is not None:
         # the delta literal goes first; a negated literal read from a delta binds its atom's
         # variables from the delta rows (incremental maintenance, engine/eval/incremental.py) and
@@ -402,10 +483,19 @@ def order_body(
         lit = body[first]
         atom = lit.atom if isinstance(lit, ir.Neg) else lit
         assert isinstance(atom, ir.Atom)
-        atoms = [a for a in atoms if a[0] != first]
+        if shared is None:
+            atoms = [a for a in atoms if a[0] != first]
+        elif first in shared.k:
+            taken.append(shared.k[first])
         policy.taking(first, atom, bound)
-        steps.append(_scan(atom, first, "delta", bound))
-    others.place(lambda j, lit: place(j, lit, False), None)
+        scan = _scan(atom, first, "delta", bound)
+        steps.append(scan)
+        fresh = [v for _, v in scan.out]
+    if shared is None:
+        others.place(lambda j, lit: place(j, lit, False), None)
+    else:  # the literals ready with nothing bound, and those reading what the delta bound
+        fresh += others.place(lambda j, lit: place(j, lit, False), fresh, shared.ready)
+    yield
     if atom_order is not None:
         by_pos = dict(atoms)
         assert sorted(atom_order) == sorted(by_pos), "atom_order must list every atom"
@@ -413,29 +503,146 @@ def order_body(
             a = by_pos[i]
             assert isinstance(a, ir.Atom)
             read(i, a, "full", n == len(atom_order))
+            yield
         atoms = []
 
-    greedy(atoms, lambda a: policy.score(a[0], a[1], bound), lambda a: read(a[0], a[1], "full"),
-           lambda a: policy.depends(a[0], a[1]))
+    yield from greedy_steps(
+        atoms, lambda a: policy.score(a[0], a[1], bound), lambda a: read(a[0], a[1], "full"),
+        lambda a: policy.depends(a[0], a[1]), shared.start if shared is not None else None,
+        taken, fresh if shared is not None else ())
     if others:  # the safety check rules this out; keep the failure loud if it ever happens
         raise AssertionError(f"unplaceable literals {[str(o) for o in others.items.values()]}")
-    return steps
+
+
+def _ready(lit: ir.Neg | ir.Cmp, bound: set[str]) -> bool:
+    """Whether a negation (every named variable bound) or a comparison (see
+    :func:`comparison`) can be placed, given ``bound``."""
+    if isinstance(lit, ir.Cmp):
+        return comparison(lit, lambda t: _bound_term(t, bound)) is not False
+    return all(t.name in bound for t in lit.atom.args
+               if isinstance(t, ir.Var) and not is_anon(t))
+
+
+class _Body:
+    """What the delta variants of one body share under the default :class:`Policy` with
+    nothing pre-bound: its atoms, their scores with nothing bound and the heap of them
+    (:class:`Start`), the comparisons and negations waiting and those ready at once."""
+
+    def __init__(self, body: tuple[ir.Lit, ...]) -> None:
+        self.policy = policy = Policy()
+        self.atoms = [(i, lit) for i, lit in enumerate(body) if isinstance(lit, ir.Atom)]
+        self.k = {i: k for k, (i, _) in enumerate(self.atoms)}
+        nothing: set[str] = set()
+        self.start = Start(self.atoms, lambda a: policy.score(a[0], a[1], nothing),
+                           lambda a: policy.depends(a[0], a[1]))
+        self.waiting = Waiting((i, lit) for i, lit in enumerate(body)
+                               if not isinstance(lit, ir.Atom))
+        self.ready = [i for i, lit in self.waiting.items.items()
+                      if isinstance(lit, ir.Neg | ir.Cmp) and _ready(lit, nothing)]
+
+
+_END = object()
+
+
+class Steps(Sequence[Step]):
+    """A plan's steps, planned as they are first read: a delta variant run by the
+    interpreter (engine/plan/codegen.py ``solve``) asks for step k+1 only once a row has
+    passed step k, so a variant whose first steps find nothing is never planned further.
+    The steps are those :func:`order_body` makes (the same loop, stopped early)."""
+
+    def __init__(self, steps: list[Step], more: Iterator[None], length: int,
+                 scans: int) -> None:
+        self._steps, self._len = steps, length
+        self._more: Iterator[None] | None = more
+        self.scans = scans  # how many of the steps are scans (engine/plan/codegen.py)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self._len
+
+    @property
+    def planned(self) -> int:
+        """How many steps are planned so far."""
+        return len(self._steps)
+
+    def _fill(self, n: int) -> None:
+        with self._lock:
+            while len(self._steps) < n and self._more is not None:
+                if next(self._more, _END) is _END:
+                    self._more = None
+                    assert len(self._steps) == self._len, "a plan has one step per literal"
+
+    def __getitem__(self, i: Any) -> Any:
+        if type(i) is int and 0 <= i < len(self._steps):
+            return self._steps[i]
+        if isinstance(i, slice) or i < 0:
+            self._fill(self._len)
+            return tuple(self._steps)[i]
+        if i >= self._len:
+            raise IndexError(i)
+        self._fill(i + 1)
+        return self._steps[i]
+
+    def __iter__(self) -> Iterator[Step]:
+        for i in range(self._len):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Steps({len(self._steps)} of {self._len} planned)"
+
+
+class Variants:
+    """The delta variants of one rule under the in-memory :class:`Policy`, planned as they
+    are read: what they share is computed once, on the first (:class:`_Body`: the atoms'
+    scores with nothing bound, their heap, the readers of each variable), so a variant
+    costs a copy of the heap plus the steps it plans, each touching only the atoms that
+    read a variable just bound; with :class:`Steps`, only as far as evaluation reads it.
+    Each plan is :func:`plan_variant`'s (tests/test_plan_variants.py compares them)."""
+
+    def __init__(self, rule: ir.Rule) -> None:
+        self.rule = rule
+        self._body: _Body | None = None
+
+    def plan(self, position: int, lazy: bool = True) -> RulePlan:
+        """The rule with body literal ``position`` read from a delta; ``lazy``: its steps a
+        :class:`Steps`, planned as they are read."""
+        body = self.rule.body
+        if self._body is None:
+            self._body = _Body(body)
+        steps: list[Step] = []
+        more = _ordering(steps, body, first=position, shared=self._body)
+        neg = 1 if isinstance(body[position], ir.Neg) else 0
+        seq = Steps(steps, more, len(body) + neg, len(self._body.atoms) + neg)
+        return RulePlan(self.rule, self.rule.head, seq if lazy else tuple(seq), position)
 
 
 def plan_rule(rule: ir.Rule, recursive_rels: frozenset[str] = frozenset(),
               policy: Callable[[], Policy] = Policy) -> list[RulePlan]:
     """One plan for a rule outside recursion; one delta variant per recursive body atom
-    (``policy``: makes the join-order policy of each, :class:`Policy` by default)."""
+    (``policy``: makes the join-order policy of each, :class:`Policy` by default, whose
+    variants are planned as they are read: :class:`Variants`)."""
     rec = [i for i, lit in enumerate(rule.body)
            if isinstance(lit, ir.Atom) and lit.rel in recursive_rels]
     if not rec:
         return [RulePlan(rule, rule.head, tuple(order_body(rule.body, policy=policy())), None)]
+    if policy is Policy:
+        variants = Variants(rule)
+        return [variants.plan(i) for i in rec]
     return [RulePlan(rule, rule.head, tuple(order_body(rule.body, first=i, policy=policy())), i)
             for i in rec]
 
 
 def plan_variant(rule: ir.Rule, position: int) -> RulePlan:
-    """The rule with body literal ``position`` (an atom or a negated atom) read from a delta."""
+    """The rule with body literal ``position`` (an atom or a negated atom) read from a delta
+    (planned from nothing; :class:`Variants` plans several of one rule)."""
     return RulePlan(rule, rule.head, tuple(order_body(rule.body, first=position)), position)
 
 

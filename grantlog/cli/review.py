@@ -170,6 +170,11 @@ RENDER = {"json": to_json, "csv": to_csv, "html": to_html}
 
 def cmd_review(a: argparse.Namespace) -> int:
     given = [n for n in ("subject", "resource", "role") if getattr(a, n) is not None]
+    if a.spark:
+        return _on_spark(a, given)
+    if a.until is not None:
+        raise GrantlogError([error("bad-option", "--until is for the whole platform's review "
+                                   "(--spark)", COMMAND_LINE, "drop --until, or add --spark")])
     if len(given) != 1:
         raise GrantlogError([error("bad-option", "review needs exactly one of --subject, "
                                    "--resource, --role", COMMAND_LINE,
@@ -192,6 +197,31 @@ def cmd_review(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _on_spark(a: argparse.Namespace, given: list[str]) -> int:
+    """Every (subject, operation, resource) interval of the store's history between --since
+    and --until, computed on Spark and written as Parquet to -o DIR
+    (spark_bridge/review.py)."""
+    wrong = "--subject, --resource or --role" if given else None if a.store and a.output \
+        else "no --store or no -o DIR"
+    if wrong:
+        raise GrantlogError([error("bad-option", f"the review on Spark is of the whole "
+                                   f"platform's history: {wrong}", COMMAND_LINE,
+                                   "grantlog review --spark --store URL --since A --until B "
+                                   "-o DIR")])
+    from grantlog.spark_bridge.review import review, session
+
+    def bound(text: str | None) -> object:
+        return None if text is None else int(text) if text.strip().isdigit() else text
+
+    r = load(a, a.files)
+    spark = session(a.master)
+    t0 = time.perf_counter()
+    p, n = review(r, spark, a.output, bound(a.since), bound(a.until))
+    out(f"{n:,} intervals of revisions {p.first} to {p.last} written to {a.output} in "
+        f"{time.perf_counter() - t0:.1f} s\n")
+    return EXIT_OK
+
+
 def add_parser(sub: Any) -> None:
     sp = add_command(sub, "review", "an access review: what a --subject may do, who may use "
                      "a --resource, or what a --role's holders may do through it, each entry "
@@ -204,8 +234,17 @@ def add_parser(sub: Any) -> None:
                     "holding relation: a binary relation with a column named `role`)")
     sp.add_argument("--since", metavar="REV|TIME",
                     help="what changed since this revision or time (ISO 8601; needs --store)")
+    sp.add_argument("--spark", action="store_true",
+                    help="the whole platform's review on Spark: every (subject, operation, "
+                    "resource) interval between --since and --until, as Parquet in -o DIR "
+                    "(needs --store)")
+    sp.add_argument("--until", metavar="REV|TIME",
+                    help="the end of the period (--spark; default: the head)")
+    sp.add_argument("--master", default="local[*]",
+                    help="Spark master URL (--spark; default local[*])")
     sp.add_argument("--format", choices=FORMATS, default="json",
                     help="json (the default: a stable layout, docs/history.md), csv (one row "
                     "per entry) or html (one self-contained page)")
-    sp.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
+    sp.add_argument("--output", "-o", metavar="FILE",
+                    help="write the report to FILE (--spark: the Parquet directory)")
     sp.set_defaults(fn=cmd_review)

@@ -74,14 +74,12 @@ async def _body(request: Request) -> dict[str, Any]:
     if "application/json" not in request.headers.get("content-type", ""):
         raise _fail("malformed-json", "the body must be JSON (`content-type: "
                     "application/json`)")
-    size = int(request.headers.get("content-length") or 0)
-    if size > MAX_BODY:
-        raise _fail("body-too-large", f"the body has {size} bytes, more than {MAX_BODY}")
-    raw = b""
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > MAX_BODY:
-            raise _fail("body-too-large", f"the body has more than {MAX_BODY} bytes")
+    from grantlog.service.http import BadRequest, read_body
+
+    try:  # the service's one reader of bodies: the limit, chunks, the deadline
+        raw = await read_body(request, MAX_BODY)
+    except BadRequest as exc:
+        raise _fail(exc.code, exc.message) from None
     try:
         body = json.loads(raw or b"null")
     except ValueError as e:
@@ -119,7 +117,7 @@ def create_app(ws: Workspace, hosts: Sequence[str] | None = ("127.0.0.1", "local
                 result: Response = await fn(request)
                 return result
             except GrantlogError as e:
-                status = {"body-too-large": 413, "malformed-json": 400,
+                status = {"body-too-large": 413, "malformed-json": 400, "request-timeout": 408,
                           "deadline-exceeded": 504}.get(e.diagnostics[0].code, 422)
                 return _errors(list(e.diagnostics), status)
         return endpoint

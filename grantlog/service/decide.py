@@ -9,14 +9,13 @@ is a read, answered in a snapshot (grantlog/service/snapshots.py); so is a check
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
 import orjson
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from grantlog.engine.answer.decide import decide_or_deny
@@ -26,14 +25,14 @@ from grantlog.grammar.diagnostics import GrantlogError, error
 
 from . import reads
 from .http import (
-    BODY_TIMEOUT,
     JSON,
     BadRequest,
     get_int,
     get_str,
     get_strict,
     here,
-    problem_body,
+    receive_body,
+    send_problem,
 )
 from .state import Service, endpoint
 
@@ -240,42 +239,27 @@ class FastCheck:
             return
         svc = self.service
         t0 = time.perf_counter()
-        chunks: list[bytes] = []
-        size = 0
-
-        async def read() -> None:
-            nonlocal size
-            while True:
-                message = await receive()
-                body = message.get("body", b"")
-                chunks.append(body)
-                size += len(body)
-                if not message.get("more_body") or size > svc.config.max_body:
-                    break
-
-        try:
-            await asyncio.wait_for(read(), BODY_TIMEOUT)
-        except TimeoutError:
-            out = orjson.dumps(problem_body(408, "request-timeout", "the body did not arrive "
-                                            f"within {BODY_TIMEOUT:g} s"))
-            await send({"type": "http.response.start", "status": 408,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(out)).encode()),
-                                    (b"connection", b"close")]})
-            await send({"type": "http.response.body", "body": out})
+        length = auth_header = None
+        for k, v in scope["headers"]:
+            if k == b"content-length":
+                length = v.decode("latin-1")
+            elif k == b"authorization":
+                auth_header = v.decode("latin-1")
+        if svc.tokens.allows(auth_header, "check") != 200:
+            await self.app(scope, receive, send)  # 401/403 as documented, before the body
             return
-        raw = b"".join(chunks)
+        try:
+            raw = await receive_body(receive, svc.config.max_body, length)
+        except BadRequest as exc:  # too large, not a number, or too slow: answered here
+            await send_problem(send, exc)
+            return
+        except ClientDisconnect:
+            return
         data: Any = None
-        if size <= svc.config.max_body:
-            auth_header = None
-            for k, v in scope["headers"]:
-                if k == b"authorization":
-                    auth_header = v.decode("latin-1")
-            if svc.tokens.allows(auth_header, "check") == 200:
-                try:
-                    data = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    data = None
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            data = None
         decided: dict[str, Any] | None = None
         if (type(data) is dict and len(data) == 3 and type(data.get("subject")) is str
                 and type(data.get("operation")) is str and type(data.get("resource")) is str):

@@ -172,22 +172,38 @@ def cursor_value(data: dict[str, Any]) -> Any:
     return tuple(after) if isinstance(after, list) else after
 
 
-async def read_body(request: Request, max_body: int) -> bytes:
-    """The raw body, at most ``max_body`` bytes, arriving within :data:`BODY_TIMEOUT`."""
-    size = request.headers.get("content-length")
-    if size is not None and size.isascii() and size.isdigit() and int(size) > max_body:
-        raise BadRequest(413, "body-too-large",
-                         f"the body has {size} bytes; the limit is {max_body}")
+async def receive_body(receive: Any, max_body: int, length: str | None = None) -> bytes:
+    """The raw body of an ASGI request (its ``receive``): at most ``max_body`` bytes,
+    arriving within :data:`BODY_TIMEOUT` of the headers. The one reader of bodies: the
+    service's endpoints (:func:`read_body`), ``POST /v1/check``'s fast path and the explorer
+    at /ui. A declared ``length`` (the ``Content-Length`` header) above the limit, or not a
+    number, is refused before anything is read; a body sent in chunks (without a length) is
+    cut off as soon as it passes the limit (413 ``body-too-large``); a stalled one is 408
+    ``request-timeout``; a client gone before the end raises starlette's ``ClientDisconnect``."""
+    if length is not None:
+        if not (length.isascii() and length.isdigit()):
+            raise BadRequest(400, "bad-request", "the `Content-Length` header is not a number")
+        if int(length) > max_body:
+            raise BadRequest(413, "body-too-large",
+                             f"the body has {length} bytes; the limit is {max_body}")
     chunks: list[bytes] = []
     total = 0
 
     async def read() -> None:
         nonlocal total
-        async for chunk in request.stream():
-            chunks.append(chunk)
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                from starlette.requests import ClientDisconnect
+
+                raise ClientDisconnect()
+            chunk = message.get("body", b"")
             total += len(chunk)
             if total > max_body:
                 raise BadRequest(413, "body-too-large", f"the body exceeds {max_body} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return
 
     try:
         await asyncio.wait_for(read(), BODY_TIMEOUT)
@@ -195,6 +211,22 @@ async def read_body(request: Request, max_body: int) -> bytes:
         raise BadRequest(408, "request-timeout", f"the body did not arrive within "
                          f"{BODY_TIMEOUT:g} s") from None
     return b"".join(chunks)
+
+
+async def read_body(request: Request, max_body: int) -> bytes:
+    """A Starlette request's raw body, read by :func:`receive_body`."""
+    return await receive_body(request.receive, max_body, request.headers.get("content-length"))
+
+
+async def send_problem(send: Any, exc: BadRequest) -> None:
+    """Answer ``exc`` over raw ASGI (where no Starlette response is at hand); the
+    connection is closed after it (the body may not have been read to its end)."""
+    out = orjson.dumps(problem_body(exc.status, exc.code, exc.message, exc.diagnostics))
+    await send({"type": "http.response.start", "status": exc.status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(out)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": out})
 
 
 def parse_object(raw: bytes) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import collections
 import gc
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -99,7 +100,9 @@ class Service:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.tokens = auth.load(config.tokens, config.allow_unauthenticated_writes)
+        #: the tokens file, read again when it changes (a token revoked at once)
+        self.token_source = auth.Source(config.tokens, config.allow_unauthenticated_writes,
+                                        warn=lambda m: print(m, file=sys.stderr, flush=True))
         self.redact = Redactor(config.store)
         #: forked snapshots answer the reads (grantlog/service/snapshots.py)
         self.snapshots = Snapshots(config.read_deadline, config.read_memory, config.readers,
@@ -302,6 +305,11 @@ class Service:
             self.watchers = {w for w in self.watchers if w[1] is not queue}
 
     # -- request plumbing ---------------------------------------------------------------------
+
+    @property
+    def tokens(self) -> auth.Tokens:
+        """The tokens in force now (:class:`auth.Source`)."""
+        return self.token_source.current()
 
     async def body(self, request: Request) -> dict[str, Any]:
         return http.parse_object(await http.read_body(request, self.config.max_body))

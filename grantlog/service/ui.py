@@ -19,8 +19,14 @@ change nothing). A token in the query string is refused (``token-in-url``), so t
 ever logged. A request that changes something must come from the page itself: its ``Origin``
 (or ``Sec-Fetch-Site``) must be this server's, and one signed in by cookie must say so
 (``cross-site``). The Host must be one of the server's names (``--ui-host``; no DNS
-rebinding), and bodies are bounded by ``--max-body``. Sessions live in the worker's memory:
-``--ui`` serves from one worker.
+rebinding), and bodies are bounded by ``--max-body`` (read by the service's one reader,
+grantlog/service/http.py ``receive_body``). Sessions live in the worker's memory: ``--ui``
+serves from one worker. A session is only as good as the token it was made from, *now*: each
+request re-checks it against the tokens in force (the tokens file is read again when it
+changes), so revoking a token, letting it expire (``expires=``) or rotating it away ends its
+sessions at their next request (401, the cookie cleared), and reducing its scopes reduces
+theirs. Signing in always makes a new session id (one the browser had before is ended: no
+fixation); signing out ends the session on the server; sessions are capped per token.
 
 Without tokens the service's reads are open and so is the page's viewing (as on
 ``grantlog explore``); editing needs an admin token, which needs tokens."""
@@ -31,22 +37,27 @@ import hmac
 import secrets
 import threading
 import time
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 from urllib.parse import parse_qs
 
+from starlette.requests import ClientDisconnect
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import Message, Receive, Scope, Send
 
 from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
-from .auth import SCOPES, Tokens
+from .auth import SCOPES, Source, Tokens
+from .http import BadRequest, receive_body
 
 PREFIX = "/ui"
 COOKIE = "grantlog_ui"
 #: seconds a session lasts, and a one-time login link
 SESSION_TTL, LINK_TTL = 8 * 3600, 600
+#: sessions (and unused link codes) kept at most, per token and in all: the oldest ends
+PER_TOKEN, MAX_SESSIONS = 16, 4096
 #: query parameters that look like credentials: refused wherever they appear
 TOKEN_PARAMS = frozenset({"token", "access_token", "bearer", "api_key", "apikey", "auth",
                           "authorization", "key", "code"})
@@ -111,26 +122,50 @@ def _error(status: int, code: str, message: str, hint: str | None = None) -> JSO
     return JSONResponse({"errors": diagnostics(found, [])}, status_code=status)
 
 
-class Sessions:
-    """Signed-in pages (cookie value -> scopes, expiry) and unused one-time link codes."""
+@dataclass
+class Session:
+    """A signed-in page: the token it was made from (None: the link ``serve --ui`` printed),
+    the scopes it was given (never more than its token has now), when it ends."""
 
-    def __init__(self, tokens: Tokens) -> None:
-        self.tokens = tokens
+    token: str | None
+    scopes: frozenset[str]
+    until: float
+
+
+class Sessions:
+    """Signed-in pages (cookie value -> :class:`Session`) and unused one-time link codes.
+
+    A session is as good as its token *now*: every request re-checks the token it was made
+    from against the tokens in force (the tokens file is read again when it changes), so a
+    token revoked, expired or rotated away ends its sessions at the next request, and one
+    whose scopes were reduced keeps only what is left. At most :data:`PER_TOKEN` sessions
+    per token (the oldest ends) and :data:`MAX_SESSIONS` in all."""
+
+    def __init__(self, tokens: Source | Tokens) -> None:
+        #: the tokens in force: a :class:`Source` (its file read again when changed) or fixed
+        self.source = tokens
         self.lock = threading.Lock()
-        self.sessions: dict[str, tuple[frozenset[str], float]] = {}
-        self.codes: dict[str, tuple[frozenset[str], float]] = {}
+        self.sessions: dict[str, Session] = {}
+        self.codes: dict[str, Session] = {}
+
+    @property
+    def tokens(self) -> Tokens:
+        return self.source.current() if isinstance(self.source, Source) else self.source
 
     def scopes_of(self, header: str | None) -> frozenset[str]:
         """The scopes a request's ``Authorization`` header (or no token, when the server has
         none) grants."""
-        return frozenset(s for s in SCOPES if self.tokens.allows(header, s) == 200)
+        tokens = self.tokens
+        return frozenset(s for s in SCOPES if tokens.allows(header, s) == 200)
 
-    def link(self, scopes: frozenset[str]) -> str:
-        """A new one-time code granting ``scopes``."""
+    def link(self, scopes: frozenset[str], token: str | None = None) -> str:
+        """A new one-time code granting ``scopes`` (those of ``token``, while it has them)."""
         code = secrets.token_urlsafe(24)
         with self.lock:
             self._expire()
-            self.codes[code] = (scopes, time.monotonic() + LINK_TTL)
+            if len(self.codes) >= MAX_SESSIONS:  # the oldest unused code goes
+                del self.codes[min(self.codes, key=lambda k: self.codes[k].until)]
+            self.codes[code] = Session(token, scopes, time.monotonic() + LINK_TTL)
         return code
 
     def redeem(self, given: str) -> str | None:
@@ -143,22 +178,41 @@ class Sessions:
                     found = known
             if found is None:
                 return None
-            scopes, _ = self.codes.pop(found)
-        return self.open(scopes)
+            made = self.codes.pop(found)
+        return self.open(made.scopes, made.token)
 
-    def open(self, scopes: frozenset[str]) -> str:
+    def open(self, scopes: frozenset[str], token: str | None = None) -> str:
+        """A new session (a new random id: an id set before signing in is never one)."""
         sid = secrets.token_urlsafe(32)
         with self.lock:
-            self.sessions[sid] = (scopes, time.monotonic() + SESSION_TTL)
+            self._expire()
+            mine = [k for k, v in self.sessions.items() if v.token == token]
+            for k in mine[:max(0, len(mine) + 1 - PER_TOKEN)]:  # oldest first (dict order)
+                del self.sessions[k]
+            while len(self.sessions) >= MAX_SESSIONS:
+                del self.sessions[next(iter(self.sessions))]
+            self.sessions[sid] = Session(token, scopes, time.monotonic() + SESSION_TTL)
         return sid
 
     def scopes(self, sid: str | None) -> frozenset[str] | None:
+        """The scopes of session ``sid`` now (None: no such session, or it ended: its token
+        is no longer valid, it expired, or it has none of its scopes left)."""
         if not sid:
             return None
         with self.lock:
             self._expire()
             got = self.sessions.get(sid)
-        return got[0] if got else None
+        if got is None:
+            return None
+        scopes = got.scopes
+        if got.token is not None:  # as good as its token now
+            scopes = scopes & self.scopes_of(f"Bearer {got.token}")
+        elif self.tokens.closed:
+            scopes = frozenset()  # the tokens file is broken: nobody is let in
+        if not scopes:
+            self.close(sid)
+            return None
+        return scopes
 
     def close(self, sid: str | None) -> None:
         with self.lock:
@@ -167,7 +221,7 @@ class Sessions:
     def _expire(self) -> None:
         now = time.monotonic()
         for d in (self.sessions, self.codes):
-            for k in [k for k, (_, until) in d.items() if until < now]:
+            for k in [k for k, v in d.items() if v.until < now]:
                 del d[k]
 
 
@@ -230,7 +284,10 @@ class Gate:
             await send(message)
 
         body: list[bytes] = []
-        response = await self.screen(scope, path, receive, body)
+        try:
+            response = await self.screen(scope, path, receive, body)
+        except ClientDisconnect:  # gone before its body ended: nobody to answer
+            return
         if response is not None:
             await response(scope, receive, secured)
             return
@@ -272,11 +329,10 @@ class Gate:
             if not self.same_origin(scope, cookie is not None):
                 return _error(403, "cross-site", "a request from another site is refused",
                               "use the page itself")
-            raw = await self.read(receive)
-            if raw is None:
-                return _error(413, "body-too-large", f"the body is larger than "
-                              f"{self.max_body} bytes")
-            body.append(raw)
+            try:  # the service's one reader: its limit, its deadline
+                body.append(await receive_body(receive, self.max_body, size))
+            except BadRequest as exc:
+                return _error(exc.status, exc.code, exc.message)
         if path == "/login":
             return self.login(scope, method, body)
         if path == "/login/link" and method == "POST":
@@ -291,7 +347,9 @@ class Gate:
         if path.startswith(OPEN):
             return None  # the page's own files: package data, no secret
         header = _header(scope, b"authorization")
-        scopes = self.sessions.scopes(cookie) if header is None else None
+        # a session is re-checked against its token on every request (Sessions.scopes)
+        scopes = self.sessions.scopes(cookie) if header is None and cookie else None
+        ended = header is None and cookie is not None and scopes is None
         if scopes is None:
             scopes = self.sessions.scopes_of(header)
         if header is not None and not scopes:
@@ -299,10 +357,14 @@ class Gate:
         need = required(method, path)
         if need not in scopes and "admin" not in scopes:
             if not scopes:
-                if path == "/":
-                    return RedirectResponse(PREFIX + "/login", status_code=303)
-                return _error(401, "unauthorized", "sign in first",
-                              "open /ui/login, or send `Authorization: Bearer TOKEN`")
+                refused: Response = RedirectResponse(PREFIX + "/login", status_code=303) \
+                    if path == "/" else _error(
+                        401, "unauthorized", "the session has ended (signed out, timed out, "
+                        "or its token was revoked or expired)" if ended else "sign in first",
+                        "open /ui/login, or send `Authorization: Bearer TOKEN`")
+                if ended:  # the browser forgets it
+                    refused.delete_cookie(COOKIE, path=PREFIX)
+                return refused
             return _error(403, "forbidden", f"this needs the `{need}` scope",
                           "sign in with a token that has it")
         if path == "/" and method in SAFE:
@@ -328,33 +390,6 @@ class Gate:
         host = _header(scope, b"host") or ""
         return origin.lower() == f"{scope.get('scheme', 'http')}://{host}".lower()
 
-    async def read(self, receive: Any) -> bytes | None:
-        """The request's body, or None when it is larger than the limit (also when it came
-        without a length), within the service's body deadline."""
-        import asyncio
-
-        from .http import BODY_TIMEOUT
-
-        chunks: list[bytes] = []
-        seen = 0
-
-        async def inner() -> bool:
-            nonlocal seen
-            while True:
-                message = await receive()
-                chunk = message.get("body", b"")
-                seen += len(chunk)
-                if seen > self.max_body:
-                    return False
-                chunks.append(chunk)
-                if not message.get("more_body"):
-                    return True
-        try:
-            ok = await asyncio.wait_for(inner(), BODY_TIMEOUT)
-        except TimeoutError:
-            ok = False
-        return b"".join(chunks) if ok else None
-
     def login(self, scope: Scope, method: str, body: list[bytes]) -> Response:
         if method in SAFE:
             return HTMLResponse(LOGIN.format(cls="", message="Sign in with a token."))
@@ -365,7 +400,7 @@ class Gate:
             why = ("this server has no tokens: viewing needs none, editing is refused"
                    if not self.sessions.tokens.enabled else "that token is not valid")
             return HTMLResponse(LOGIN.format(cls="err", message=escape(why)), status_code=401)
-        return self.signed_in(scope, self.sessions.open(scopes))
+        return self.signed_in(scope, self.sessions.open(scopes, token))
 
     def link(self, scope: Scope, raw: bytes) -> Response:
         header = _header(scope, b"authorization")
@@ -373,7 +408,7 @@ class Gate:
             scopes = self.sessions.scopes_of(header)
             if not scopes or not self.sessions.tokens.enabled:
                 return _error(401, "unauthorized", Tokens.unauthorized(header))
-            code = self.sessions.link(scopes)
+            code = self.sessions.link(scopes, header.strip().partition(" ")[2].strip())
             return JSONResponse({"url": f"{PREFIX}/login#{code}", "expires_in": LINK_TTL,
                                  "scopes": sorted(scopes)})
         import json
@@ -390,6 +425,7 @@ class Gate:
 
     def signed_in(self, scope: Scope, sid: str,
                   out: Response | None = None) -> Response:
+        self.sessions.close(_cookie(scope))  # a session the browser had before ends here
         out = out or RedirectResponse(PREFIX + "/", status_code=303)
         out.set_cookie(COOKIE, sid, max_age=SESSION_TTL, path=PREFIX, httponly=True,
                        samesite="strict", secure=scope.get("scheme") == "https")
@@ -445,7 +481,7 @@ def mount(app: Any, service: Any) -> Gate:
             elif config.store:
                 ws.reasoner.sync()
 
-    gate = Gate(create_app(ws, hosts=None), Sessions(service.tokens),
+    gate = Gate(create_app(ws, hosts=None), Sessions(service.token_source),
                 hosts_of(config.ui_bind, config.ui_hosts), config.max_body, catch_up)
     gate.workspace = ws  # type: ignore[attr-defined]
     app.router.routes.append(Route(PREFIX, lambda request: RedirectResponse(PREFIX + "/",

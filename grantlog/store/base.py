@@ -163,7 +163,9 @@ class Store(ABC):
         """A context manager: a cursor on the store's connection, for one transaction."""
 
     @abstractmethod
-    def _begin_write(self, cur: Any) -> None: ...
+    def _begin_write(self, cur: Any, wait: bool = True) -> None:
+        """Begin a write transaction (``wait`` False: fail at once, ``store-locked``, when
+        another writer holds the lock, instead of waiting for it)."""
 
     @abstractmethod
     def _begin_read(self, cur: Any) -> None: ...
@@ -558,13 +560,15 @@ class Store(ABC):
     # -- writing --------------------------------------------------------------------------------
 
     @contextmanager
-    def writing(self, meta: Meta | None = None) -> Iterator[Writer]:
+    def writing(self, meta: Meta | None = None, wait: bool = True) -> Iterator[Writer]:
         """One write transaction: the head locked, then facts + log + head committed together
         when the block ends (rolled back if it raises or wrote nothing); ``meta``: who
-        writes and why (also settable as ``Writer.meta`` inside the block)."""
+        writes and why (also settable as ``Writer.meta`` inside the block); ``wait`` False:
+        ``store-locked`` at once when another writer holds the lock (a write that may be
+        skipped, such as the planner's statistics, never waits the busy timeout)."""
         with self._cursor() as cur:
             try:
-                rev, hor = self._lock_head(cur)
+                rev, hor = self._lock_head(cur, wait)
                 w = Writer(self, cur, rev, hor)
                 w.meta = meta or w.meta
                 yield w
@@ -582,9 +586,9 @@ class Store(ABC):
                 self._rollback(cur)
                 raise
 
-    def _lock_head(self, cur: Any) -> tuple[int, int]:
+    def _lock_head(self, cur: Any, wait: bool = True) -> tuple[int, int]:
         """Begin a write transaction and lock the head: (revision, horizon)."""
-        self._begin_write(cur)
+        self._begin_write(cur, wait)
         cur.execute("SELECT revision, horizon FROM grantlog_head WHERE id = 1"
                     + self._for_update())
         rev, hor = cur.fetchone()

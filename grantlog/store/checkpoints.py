@@ -50,8 +50,27 @@ def _create(st: Store, cur: Any) -> None:
                 f"NULL, added_at {big} NOT NULL, removed_at {big})")
     cur.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_row ON {TABLE} (relation, row)")
     cur.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_added ON {TABLE} (added_at)")
+    point_indexes(st, cur)
     cur.execute(f"CREATE TABLE IF NOT EXISTS {HEAD} (id INTEGER PRIMARY KEY, revision {big} "
                 f"NOT NULL, every {big})")
+
+
+def value_sql(st: Store, i: int) -> str:
+    """The SQL expression of an interval row's ``i``-th value (text on PostgreSQL)."""
+    return f"((row::jsonb) ->> {i})" if st.dialect == "postgres" \
+        else f"json_extract(row, '$[{i}]')"
+
+
+#: the values of a row the temporal table is indexed on, by position (point reads)
+INDEXED = 3
+
+
+def point_indexes(st: Store, cur: Any) -> None:
+    """The indexes of point reads at a revision (grantlog/store/temporal.py): a row's
+    first :data:`INDEXED` values, each with its relation."""
+    for i in range(INDEXED):
+        cur.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_v{i} ON {TABLE} (relation, "
+                    f"{value_sql(st, i)})")
 
 
 def revision(st: Store) -> int | None:
@@ -180,6 +199,7 @@ def checkpoint(st: Store, every: int | None = None) -> int:
     _WITHOUT.discard(st)
     with st.writing() as w:
         at = fold(st, w.cur, w.revision, w.horizon)
+        point_indexes(st, w.cur)  # a temporal table from before they were kept
         if every is not None:
             w.cur.execute(st._sql(f"UPDATE {HEAD} SET every = ? WHERE id = 1"),
                           (every or None,))

@@ -49,6 +49,7 @@ from grantlog.cli.inputs import (
     rule_files,
 )
 from grantlog.engine.core import ir, progress
+from grantlog.engine.core.journal import VALID
 from grantlog.grammar.diagnostics import GrantlogError, Span, error, plural
 
 from . import history, ingest, open_store, warm
@@ -166,6 +167,12 @@ def cmd_load(a: argparse.Namespace) -> int:
         for rel in sorted(data):  # before the bar, not through it
             sys.stderr.write(f"  {rel}: {plural(len(data[rel]), 'row')}\n")
         with st.writing(meta(a)) as w, progress.task("storing", n, "fact") as advance:
+
+            def stored(rel: str) -> list[ir.Row]:
+                t = st.tables.get(rel)
+                return [] if t is None else st._fetch_all(w.cur, t)
+
+            data = ingest.unstored(data, stored(VALID), stored)  # no second interval
             for rel in sorted(data):
                 new[rel] = w.load(rel, data[rel])
                 advance(len(data[rel]), postfix=rel)

@@ -21,6 +21,7 @@ that rules derive is refused (``derived-relation``) unless the rules mark it ``@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import itertools
 import json
@@ -29,8 +30,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from grantlog.engine.answer import validity
 from grantlog.engine.core import ir, progress
+from grantlog.engine.core.journal import VALID
 from grantlog.engine.core.suggest import closest
+from grantlog.engine.core.times import interval, validity_derived
 from grantlog.grammar import ast
 from grantlog.grammar.diagnostics import (
     Diagnostic,
@@ -47,6 +51,9 @@ Rows = dict[str, list[ir.Row]]
 MAX_ERRORS = 20
 FORMATS = ("gl", "csv", "jsonl", "parquet")
 COMMAND_LINE = Span("<command line>", 0, 0, 0, 0)
+#: the store's table of validity intervals as a relation (one file of a dump's directory)
+VALID_RELATION = ir.Relation(VALID, 4, ("relation", "fact", "valid_from", "valid_until"),
+                             ("string",) * 4)
 _NAMES = {"gl": "`.gl`", "csv": "CSV", "jsonl": "JSON Lines", "parquet": "Parquet"}
 
 
@@ -92,6 +99,12 @@ def _problem(program: ir.Program, rel: str, row: tuple[Any, ...]) -> str | None:
 def _bad(program: ir.Program, rel: str, row: tuple[Any, ...], span: Span) -> Diagnostic | None:
     """What is wrong with a fact read at ``span``: a relation writes may not give facts of
     (``derived-relation``), else ``bad-fact`` (:func:`_problem`); None when nothing."""
+    if rel == VALID:  # an interval as the store keeps it (a dump's `@valid` file)
+        try:
+            validity.checked(program, row)
+        except GrantlogError as exc:
+            return dataclasses.replace(exc.diagnostics[0], span=span)
+        return None
     refused = program.write_refusal(rel, span)
     if refused:
         return refused
@@ -138,20 +151,20 @@ def read_gl(path: str, program: ir.Program, text: str | None = None) -> Rows:
         if not mine:
             del out[rel]
     for st in mod.statements:
-        if isinstance(st, ast.Clause) and (st.valid_from or st.valid_until):
-            wrong = error("unsupported-feature", "a fact file loaded into a store cannot give "
-                          "a validity interval", st.span, "write facts with an interval "
-                          "through the API (`insert(..., valid_from=, valid_until=)`) or the "
-                          "service's `timed` writes; rule files may carry them")
-            bad.append((st.span.line, st.span.col, functools.partial(_same, wrong)))
-        elif isinstance(st, ast.Clause) and st.is_fact and all(
+        if isinstance(st, ast.Clause) and st.is_fact and all(
                 isinstance(a, ast.Const) for a in st.head.args):
             row = tuple(a.value for a in st.head.args if isinstance(a, ast.Const))
             found = _bad(program, st.head.rel, row, st.head.span)
+            rel, timed = st.head.rel, st.valid_from or st.valid_until
+            if not found and timed:  # `fact from "T" until "T".`: a row of VALID
+                got = _timed(program, rel, row, st.valid_from and st.valid_from.value,
+                             st.valid_until and st.valid_until.value, st.span)
+                found, rel, row = (got, rel, row) if isinstance(got, Diagnostic) \
+                    else (None, VALID, got)
             if found:
                 bad.append((st.span.line, st.span.col, functools.partial(_same, found)))
             else:
-                out.setdefault(st.head.rel, []).append(row)
+                out.setdefault(rel, []).append(row)
         else:
             wrong = error("not-a-fact", "a fact file holds ground facts only", st.span,
                           "rules, declarations, imports and tests belong in the rule files")
@@ -166,6 +179,20 @@ def read_gl(path: str, program: ir.Program, text: str | None = None) -> Rows:
 
 def _same(d: Diagnostic) -> Diagnostic:
     return d
+
+
+def _timed(program: ir.Program, rel: str, row: ir.Row, valid_from: object,
+           valid_until: object, span: Span) -> ir.Row | Diagnostic:
+    """The :data:`VALID` row of ``rel(row)`` valid from ``valid_from`` until ``valid_until``
+    (a fact already checked), or why it cannot be (``validity-derived``, ``empty-validity``,
+    ``bad-argument``)."""
+    if rel in program.derived:
+        return validity_derived(rel, span)
+    try:
+        iv = interval(valid_from, valid_until, span)
+    except GrantlogError as exc:
+        return dataclasses.replace(exc.diagnostics[0], span=span)
+    return validity.encode(rel, row, iv)
 
 
 def _table_bad(program: ir.Program, table: FactTable, rel: str, i: int) -> Diagnostic:
@@ -192,6 +219,8 @@ def _read_text(path: str) -> str:
 def _relation_for(path: str, program: ir.Program, relation: str | None) -> ir.Relation:
     rel = relation or Path(path).name.split(".", 1)[0]
     r = program.relations.get(rel)
+    if rel == VALID:  # the intervals, as the store keeps them (a dump's `@valid` file)
+        return VALID_RELATION
     if r is None:
         raise GrantlogError([error(
             "unknown-relation", f"relation `{rel}` does not exist in the rules",
@@ -263,8 +292,11 @@ def read_jsonl(path: str, program: ir.Program, relation: str | None = None) -> R
             errs.add(error("bad-fact", f"not JSON: {exc}", Span(path, no, 1, no, 2)))
             continue
         rel = named
+        bounds = None
         if isinstance(obj, dict):
             rel = obj.get("relation", named)
+            if "valid_from" in obj or "valid_until" in obj:  # a fact with an interval
+                bounds = (obj.pop("valid_from", None), obj.pop("valid_until", None))
             if "row" in obj:
                 obj = obj["row"]
             else:
@@ -285,6 +317,9 @@ def read_jsonl(path: str, program: ir.Program, relation: str | None = None) -> R
             continue
         row = tuple(obj)
         bad = _bad(program, rel, row, Span(path, no, 1, no, 2))
+        if not bad and bounds is not None:
+            got = _timed(program, rel, row, *bounds, Span(path, no, 1, no, 2))
+            bad, rel, row = (got, rel, row) if isinstance(got, Diagnostic) else (None, VALID, got)
         if bad:
             errs.add(bad)
             continue
@@ -351,11 +386,48 @@ def read(paths: Iterable[str], program: ir.Program, relation: str | None = None)
         got = {"gl": lambda p: read_gl(p, program), "csv": lambda p: read_csv(p, program, relation),
                "jsonl": lambda p: read_jsonl(p, program, relation),
                "parquet": lambda p: read_parquet(p, program, relation)}[fmt](path)
+        if fmt in ("csv", "parquet") and got.get(VALID):  # a dump's `@valid` file
+            errs = _Errors()
+            for i, row in enumerate(got[VALID], 1):
+                if (d := _bad(program, VALID, row, Span(path, i, 1, i, 2))) is not None:
+                    errs.add(d)
+            errs.raise_if_any()
         for rel, rows in got.items():
             if rel in out:
                 out[rel].extend(rows)
             else:
                 out[rel] = rows
+    return out
+
+
+def unstored(data: Rows, stored_valid: Iterable[ir.Row],
+             stored: Callable[[str], Iterable[ir.Row]]) -> Rows:
+    """``data`` (what :func:`read` read) less the facts the store already holds in any form,
+    permanent or with an interval (``stored_valid``: its :data:`VALID` rows; ``stored(rel)``:
+    its rows of ``rel``), so that a load adds only new facts and never a second interval of
+    one fact. A fact the data gives twice with different intervals (or with and without one)
+    is ``bad-fact``."""
+    timed: dict[tuple[str, ir.Row], ir.Row] = {}
+    for vrow in data.get(VALID, ()):
+        rel, row, _ = validity.decode(vrow)
+        seen = timed.setdefault((rel, row), vrow)
+        plain = rel in data and row in set(data[rel])
+        if plain or validity.decode(seen)[2] != validity.decode(vrow)[2]:
+            raise GrantlogError([error(
+                "bad-fact", f"`{ir.show_atom(rel, row)}` is given "
+                + ("with and without a validity interval" if plain else "with two validity "
+                   "intervals"), COMMAND_LINE, "give each fact once: with its interval, or "
+                "without one (valid at every moment)")])
+    held = {(rel, row) for rel, row, _ in map(validity.decode, stored_valid)}
+    if not timed and not held:
+        return data
+    out = {rel: [row for row in rows if (rel, row) not in held]
+           for rel, rows in data.items() if rel != VALID}
+    permanent = {rel: set(stored(rel)) for rel in {rel for rel, _ in timed}}
+    new = [vrow for (rel, row), vrow in timed.items()
+           if (rel, row) not in held and row not in permanent[rel]]
+    if new:
+        out[VALID] = new
     return out
 
 
@@ -409,23 +481,42 @@ def dump(rows: Rows, program: ir.Program, out: str, fmt: str) -> list[str]:
     written = []
     for rel in sorted(rows):
         path = os.path.join(out, f"{rel}.{fmt}")
-        _write(rel, sorted(rows[rel], key=ir.row_key), program.relations[rel], path, fmt)
+        r = VALID_RELATION if rel == VALID else program.relations[rel]
+        _write(rel, sorted(rows[rel], key=ir.row_key), r, path, fmt)
         written.append(path)
     return written
 
 
+def _timed_facts(rows: Rows) -> list[tuple[str, ir.Row, str, str]]:
+    """The facts with a validity interval of a snapshot's :data:`VALID` rows: (relation,
+    row, valid_from, valid_until), the bounds as the store keeps them (``""``: unbounded)."""
+    out = []
+    for vrow in rows.get(VALID, ()):
+        rel, row, _ = validity.decode(vrow)
+        out.append((rel, row, str(vrow[2]), str(vrow[3])))
+    return sorted(out, key=lambda f: (f[0], ir.row_key(f[1])))
+
+
 def _dump_file(rows: Rows, program: ir.Program, out: str, fmt: str) -> str:
     """Every relation into the one file ``out`` (gl, jsonl), or the only one (csv, parquet)."""
+    timed = _timed_facts(rows)  # written as facts with their interval (gl, jsonl)
     if fmt == "gl":
-        lines = [ir.show_atom(rel, row) + ".\n" for rel in sorted(rows)
+        lines = [ir.show_atom(rel, row) + ".\n" for rel in sorted(rows) if rel != VALID
                  for row in sorted(rows[rel], key=ir.row_key)]
+        lines += [ir.show_atom(rel, row) + (f' from "{lo}"' if lo else "")
+                  + (f' until "{hi}"' if hi else "") + ".\n" for rel, row, lo, hi in timed]
         Path(out).write_text("".join(lines), encoding="utf-8")
     elif fmt == "jsonl":
         with open(out, "w", encoding="utf-8") as f:
             for rel in sorted(rows):
-                for row in sorted(rows[rel], key=ir.row_key):
+                for row in sorted(rows[rel], key=ir.row_key) if rel != VALID else ():
                     f.write(json.dumps({"relation": rel, "row": list(row)},
                                        ensure_ascii=False) + "\n")
+            for rel, row, lo, hi in timed:
+                bounds = {**({"valid_from": lo} if lo else {}),
+                          **({"valid_until": hi} if hi else {})}
+                f.write(json.dumps({"relation": rel, "row": list(row), **bounds},
+                                   ensure_ascii=False) + "\n")
     elif len(rows) > 1:
         stem = Path(out).stem
         raise GrantlogError([error(

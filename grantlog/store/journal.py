@@ -27,7 +27,7 @@ from typing import Any
 from grantlog.engine.core import ir
 from grantlog.engine.core.journal import Change, Meta, Snapshot
 
-from . import history, planstats
+from . import history, planstats, temporal
 from .base import Store
 from .records import Revision
 
@@ -88,6 +88,9 @@ class StoreJournal:
 
     def revision_at(self, when: float) -> int:
         return history.revision_at(self._reader(), when)
+
+    def point_reader(self, revision: int) -> temporal.PastFacts | None:
+        return temporal.reader_at(self._reader(), revision)
 
     def policy_at(self, revision: int, when: float | None = None) -> ir.Program | None:
         stored = history.policy_at(self._reader(), revision, when)

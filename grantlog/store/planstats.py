@@ -75,10 +75,13 @@ def _drift(store: Store, cur: Any, sizes: Any) -> int:
 
 
 def write(store: Store, data: Mapping[str, Any]) -> None:
-    """Keep ``data`` as the facts' statistics (replacing the kept ones), as of the head."""
+    """Keep ``data`` as the facts' statistics (replacing the kept ones), as of the head.
+    Never waits for another writer: while one holds the lock this raises ``store-locked``
+    at once (engine/plan/kept.py skips the write; the next reasoner measures and keeps
+    them), so that closing a reasoner never waits the store's busy timeout."""
     text = json.dumps(data, separators=(",", ":"))
     big, string = store._column_type("int"), store._column_type("string")
-    with store.writing() as w:
+    with store.writing(wait=False) as w:
         cur = w.cur
         cur.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (id INTEGER PRIMARY KEY, revision "
                     f"{big} NOT NULL, measured_at DOUBLE PRECISION NOT NULL, data {string} "

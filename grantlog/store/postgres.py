@@ -105,8 +105,8 @@ class PostgresStore(VerifiedStore):
                     pass
                 raise self._error(exc) from None
 
-    def _begin_write(self, cur: Any) -> None:
-        cur.execute("BEGIN")
+    def _begin_write(self, cur: Any, wait: bool = True) -> None:
+        cur.execute("BEGIN" if wait else "BEGIN; SET LOCAL lock_timeout = '100ms'")
 
     def _begin_read(self, cur: Any) -> None:
         cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -124,9 +124,11 @@ class PostgresStore(VerifiedStore):
     # facts and the log, then the head, the transaction row, NOTIFY and COMMIT in one (the
     # values are integers and a float of ours, so the statements are plain text)
 
-    def _lock_head(self, cur: Any) -> tuple[int, int]:
+    def _lock_head(self, cur: Any, wait: bool = True) -> tuple[int, int]:
+        # not waiting: NOWAIT on the head, and no more than 100 ms on any other lock
         cur.execute("BEGIN; SELECT revision, horizon FROM grantlog_head WHERE id = 1 "
-                    "FOR UPDATE")
+                    "FOR UPDATE" if wait else "BEGIN; SET LOCAL lock_timeout = '100ms'; "
+                    "SELECT revision, horizon FROM grantlog_head WHERE id = 1 FOR UPDATE NOWAIT")
         while cur.description is None and cur.nextset():
             pass
         rev, hor = cur.fetchone()

@@ -109,8 +109,15 @@ class SqliteStore(VerifiedStore):
                         self._conn.rollback()
                 raise self._error(exc) from None
 
-    def _begin_write(self, cur: Any) -> None:
-        cur.execute("BEGIN IMMEDIATE")
+    def _begin_write(self, cur: Any, wait: bool = True) -> None:
+        if wait:
+            cur.execute("BEGIN IMMEDIATE")
+            return
+        cur.execute("PRAGMA busy_timeout = 0")  # another writer's lock: SQLITE_BUSY at once
+        try:
+            cur.execute("BEGIN IMMEDIATE")
+        finally:
+            cur.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
 
     def _begin_read(self, cur: Any) -> None:
         cur.execute("BEGIN")

@@ -1,0 +1,243 @@
+"""Point reads of the past, and a bulk import of history.
+
+**Point reads** (:class:`PastFacts`): the facts of one relation at revision ``R`` whose
+bound columns have given values, as an indexed lookup on the temporal table
+(grantlog/store/checkpoints.py: ``grantlog_intervals``, ``added_at <= R < removed_at``) plus
+the log rows between the checkpoint and ``R``; the engine's goal-directed check at a past
+revision (engine/answer/pointread.py) reads its base facts through it, so an as-of check
+costs the lookups its proof needs, not the whole fact set at ``R``. The lookups use
+expression indexes of the temporal table on a row's first values (``checkpoints.
+point_indexes``: created with the temporal table or by ``store checkpoint``); a lookup
+binding none of them reads the relation's intervals at ``R``.
+
+**Bulk import** (:func:`append_history`): many transactions written as one database
+transaction (the log rows, the transactions' rows with their checksums and metadata, the
+tables' net change, the head), for importing a history recorded elsewhere and for building
+the benchmarks' big histories (benchmarks/history_world.py). The caller guarantees what
+``Writer.apply`` requires of each change: every row added is absent, every row removed
+present, at that point of the sequence.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from grantlog.engine.core import ir
+from grantlog.engine.core.journal import Meta
+
+from . import checkpoints
+from .digest import MASK, digest, hex64
+from .history import _bounds, _check, _read
+from .records import encode_row
+
+#: grantlog/store/base.py's store (typed loosely, as checkpoints.py does)
+Store = Any
+
+#: one transaction of a bulk import: (added, removed, committed_at, meta)
+Change = tuple[Mapping[str, Sequence[ir.Row]], Mapping[str, Sequence[ir.Row]], float,
+               Meta | None]
+
+#: transactions written per batch of a bulk import
+BATCH = 20_000
+
+
+def append_history(st: Store, changes: Iterable[Change]) -> int:
+    """Append ``changes`` (see :data:`Change`) as consecutive revisions after the head, in
+    one database transaction; returns the new head. The tables get the net change of the
+    whole sequence; the log and ``grantlog_revisions`` one entry per change, as one write
+    transaction per change would have written them."""
+    log_sql = st._sql("INSERT INTO grantlog_log (revision, relation, sign, row) "
+                      "VALUES (?, ?, ?, ?)")
+    meta_cols = bool(st._meta_columns)
+    rev_sql = st._sql(
+        "INSERT INTO grantlog_revisions (revision, committed_at, added, removed"
+        + (", digest" if st._checksums else "") + (", author, reason, ticket" if meta_cols
+                                                     else "") + ") VALUES (?, ?, ?, ?"
+        + (", ?" if st._checksums else "") + (", ?, ?, ?" if meta_cols else "") + ")")
+    net: dict[tuple[str, ir.Row], int] = {}
+    with st._cursor() as cur:
+        try:
+            rev, _ = st._lock_head(cur)
+            logs: list[tuple[int, str, int, str]] = []
+            revs: list[tuple[Any, ...]] = []
+            for added, removed, at, meta in changes:
+                n_add = sum(len(v) for v in added.values())
+                n_rem = sum(len(v) for v in removed.values())
+                if not n_add and not n_rem:
+                    continue
+                rev += 1
+                d = 0
+                for sign, delta in ((1, added), (-1, removed)):
+                    for rel, rows in delta.items():
+                        if not rows:
+                            continue
+                        d += sign * digest(rel, rows)[1]
+                        for r in rows:
+                            logs.append((rev, rel, sign, encode_row(r)))
+                            k = (rel, tuple(r))
+                            net[k] = net.get(k, 0) + sign
+                m = meta or Meta()
+                revs.append((rev, at, n_add, n_rem)
+                            + ((hex64(d & MASK),) if st._checksums else ())
+                            + ((m.author, m.reason, m.ticket) if meta_cols else ()))
+                if len(revs) >= BATCH:
+                    cur.executemany(log_sql, logs)
+                    cur.executemany(rev_sql, revs)
+                    logs, revs = [], []
+            cur.executemany(log_sql, logs)
+            cur.executemany(rev_sql, revs)
+            by: dict[tuple[str, int], list[ir.Row]] = {}
+            for (rel, row), s in net.items():
+                if s:
+                    by.setdefault((rel, s), []).append(row)
+            for (rel, s), rows in sorted(by.items(), key=lambda kv: -kv[0][1]):
+                t = st._table(cur, rel, create=s > 0)
+                (st._delete if s < 0 else st._insert)(cur, t, rows)
+            cur.execute(st._sql("UPDATE grantlog_head SET revision = ? WHERE id = 1"), (rev,))
+            st._analyze(cur)
+            st._notify(cur, rev)
+            st._commit(cur)
+        except BaseException:
+            st._rollback(cur)
+            raise
+    return int(rev)
+
+
+class PastFacts:
+    """The stored facts at one revision, read by point lookups (see the module docstring).
+
+    ``revision`` must be inside what the temporal table covers: at or above the oldest
+    interval's start (the horizon) and at or below the head; ``C`` (the checkpoint) may be
+    below it: the log rows in ``(C, revision]`` are read once, on the first lookup, and
+    kept. Each lookup is one short read: the rows it reads do not change under it (an
+    interval open at the checkpoint closes only above it, log rows are never rewritten)."""
+
+    def __init__(self, st: Store, revision: int, checkpoint: int) -> None:
+        self.st = st
+        self.revision = int(revision)
+        self.checkpoint = int(checkpoint)
+        self.upto = min(self.revision, self.checkpoint)
+        self._pg = st.dialect == "postgres"
+        self._overlay: tuple[dict[str, set[ir.Row]], dict[str, set[ir.Row]]] | None = None
+        #: lookups made and rows read (the benchmark reports them)
+        self.lookups = 0
+        self.rows_read = 0
+
+    def _later(self, cur: Any) -> tuple[dict[str, set[ir.Row]], dict[str, set[ir.Row]]]:
+        """The net change of the log rows in ``(checkpoint, revision]``: added, removed."""
+        if self._overlay is None:
+            added: dict[str, set[ir.Row]] = {}
+            removed: dict[str, set[ir.Row]] = {}
+            if self.revision > self.checkpoint:
+                cur.execute(self.st._sql(
+                    "SELECT relation, sign, row FROM grantlog_log WHERE revision > ? AND "
+                    "revision <= ? ORDER BY revision"), (self.checkpoint, self.revision))
+                for rel, sign, row in cur.fetchall():
+                    v = tuple(json.loads(row) if isinstance(row, str) else row)
+                    a, r = added.setdefault(rel, set()), removed.setdefault(rel, set())
+                    if int(sign) > 0:
+                        r.discard(v)
+                        a.add(v)
+                    else:
+                        a.discard(v)
+                        r.add(v)
+            self._overlay = (added, removed)
+        return self._overlay
+
+    def _has(self, rel: str) -> bool:
+        """Whether the temporal table has intervals of ``rel`` (kept per store and
+        checkpoint: only a fold adds a relation's first ones)."""
+        kept = _PRESENT.get(self.st)
+        if kept is None or kept[0] != self.checkpoint:
+            kept = _PRESENT[self.st] = (self.checkpoint, {})
+        got = kept[1].get(rel)
+        if got is None:
+            with self.st._cursor() as cur:
+                self.st._begin_read(cur)
+                try:
+                    cur.execute(self.st._sql(f"SELECT 1 FROM {checkpoints.TABLE} WHERE "
+                                             "relation = ? LIMIT 1"), (rel,))
+                    got = kept[1][rel] = cur.fetchone() is not None
+                finally:
+                    self.st._rollback(cur)
+        return got
+
+    def _later_now(self) -> dict[str, set[ir.Row]]:
+        """The rows the log in ``(checkpoint, revision]`` added (read once)."""
+        with self.st._cursor() as cur:
+            self.st._begin_read(cur)
+            try:
+                return self._later(cur)[0]
+            finally:
+                self.st._rollback(cur)
+
+    def rows(self, rel: str, bound: Mapping[int, ir.Value]) -> list[ir.Row]:
+        """The facts of ``rel`` at the revision whose column ``i`` is ``bound[i]``: looked
+        up by the first column of ``bound`` that is indexed (the caller puts the most
+        selective first), the others filtered."""
+        if not self._has(rel):
+            later = self._later_now().get(rel, set()) if self.revision > self.checkpoint \
+                else set()
+            return [r for r in later if all(i < len(r) and r[i] == v for i, v in bound.items())]
+        self.lookups += 1
+        sql = (f"SELECT row FROM {checkpoints.TABLE} WHERE relation = ? AND added_at <= ? "
+               "AND (removed_at IS NULL OR removed_at > ?)")
+        args: list[Any] = [rel, self.upto, self.upto]
+        key = next((i for i in bound if i < checkpoints.INDEXED), None)
+        if key is not None:
+            v = bound[key]
+            sql += f" AND {checkpoints.value_sql(self.st, key)} = ?"
+            args.append(str(v) if self._pg else v)
+        with self.st._cursor() as cur:
+            self.st._begin_read(cur)
+            try:
+                cur.execute(self.st._sql(sql), args)
+                found = cur.fetchall()
+                added, removed = self._later(cur)
+            finally:
+                self.st._rollback(cur)
+        self.rows_read += len(found)
+        out: set[ir.Row] = set()
+        for (text,) in found:
+            row = tuple(json.loads(text))
+            if all(i < len(row) and row[i] == v for i, v in bound.items()):
+                out.add(row)
+        gone = removed.get(rel)
+        if gone:
+            out -= gone
+        for row in added.get(rel, ()):
+            if all(i < len(row) and row[i] == v for i, v in bound.items()):
+                out.add(row)
+        return list(out)
+
+
+#: per store, (its checkpoint, whether each relation has intervals) (PastFacts._has)
+_PRESENT: weakref.WeakKeyDictionary[Any, tuple[int, dict[str, bool]]] = \
+    weakref.WeakKeyDictionary()
+
+#: the most log rows between the checkpoint and a revision that a point read reads up front
+#: (more: the checkpoint is too far behind; history.py rebuilds the revision instead)
+OVERLAY_MAX = 50_000
+
+
+def reader_at(st: Store, revision: int) -> PastFacts | None:
+    """A point reader of the facts at ``revision`` (the errors of ``history.snapshot_at``
+    below the horizon and above the head), or None where the store has no temporal table
+    or its checkpoint is too far below ``revision`` (:data:`OVERLAY_MAX`)."""
+    with _read(st) as cur:
+        head, horizon = _bounds(cur)
+        _check(st, revision, head, horizon)
+        at = checkpoints.head(st, cur)
+        if at is None:
+            return None
+        c = at[0]
+        if revision > c:
+            cur.execute(st._sql("SELECT COALESCE(SUM(added + removed), 0) FROM "
+                                "grantlog_revisions WHERE revision > ? AND revision <= ?"),
+                        (c, revision))
+            if int(cur.fetchone()[0]) > OVERLAY_MAX:
+                return None
+    return PastFacts(st, revision, c)

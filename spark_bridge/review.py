@@ -1,0 +1,340 @@
+"""A whole-platform access review on Spark: every (subject, operation, resource) of the
+decision relation with the intervals of revisions in which it held over a period of a store's
+history, written as Parquet (``grantlog review --spark --store URL --since A --until B -o
+DIR``).
+
+The facts come as intervals (engine/answer/periods.py: each base fact with the revisions
+``[lo, hi)`` it was present in, per policy stretch) and the rules run once over them, the
+intervals carried through the joins (a temporal Datalog): every relation's rows carry
+``lo``/``hi``; each join of a rule's plan (engine/plan/join.py, Spark's join order:
+planner.py) intersects the intervals of the rows it joins (``greatest`` of the starts,
+``least`` of the ends, empty ones dropped); a relation is the union of its rules' rows,
+coalesced per row (overlapping and adjacent intervals merged: gaps and islands over a
+window). That is exact for positive rules: a row holds at revision ``t`` iff some
+derivation's facts all held at ``t``. Negation (a DENY) is exact too, because the negated
+relation is complete (a lower stratum) and coalesced first: a row whose key has no negated
+row keeps its interval (``left_anti``), the others are intersected with the gaps between the
+negated key's intervals. Recursive strata run semi-naively on the coalesced rows (the delta:
+the coalesced rows that are new). Comparisons and assignments act on the values, not the
+intervals, as in the plain evaluator (spark_bridge/evaluator.py, whose value encoding this
+module shares).
+
+Output columns: ``subject, operation, resource`` (the decision's three columns, as text),
+``from_revision, from_time`` (the transaction that opened the interval; the period's first
+revision when it held already then: ``held_at_since`` true), ``until_revision, until_time``
+(the one that closed it; null while it still held at the period's end). Times are UTC
+timestamps (commit times). A policy change inside the period starts a new stretch, evaluated
+under that policy; intervals that continue across it are one interval.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+from grantlog.engine.answer.periods import Period, Stretch, period
+from grantlog.engine.compile.restrict import restrict
+from grantlog.engine.core import ir, progress
+from grantlog.engine.core.terms import compare, is_anon
+from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan
+from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
+
+from . import encoding, planner
+from .evaluator import rel_cols
+
+#: interval bounds beyond any revision (the gaps before the first and after the last
+#: interval of a negated row)
+LOW, HIGH = -(2**62), 2**62
+#: the Parquet layout (docs/history.md)
+COLUMNS = ("subject", "operation", "resource", "from_revision", "from_time",
+           "until_revision", "until_time", "held_at_since")
+
+
+class _Temporal:
+    """One policy stretch's rules over interval-annotated relations (columns ``c0..`` as
+    the plain evaluator encodes values, then ``lo``, ``hi``)."""
+
+    def __init__(self, spark: Any, stretch: Stretch) -> None:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        self.spark, self.F, self.T, self.W = spark, F, T, Window
+        self.program = stretch.program
+        self.stretch = stretch
+        self.full: dict[str, Any] = {}
+
+    # -- relations --------------------------------------------------------------------------
+
+    def _schema(self, arity: int) -> Any:
+        T = self.T
+        return T.StructType([T.StructField(c, T.StringType(), False) for c in rel_cols(arity)]
+                            + [T.StructField("lo", T.LongType(), False),
+                               T.StructField("hi", T.LongType(), False)])
+
+    def _base(self, rel: str) -> Any:
+        """The base facts of ``rel``: the store's with their intervals, the rule files'
+        through the whole stretch."""
+        s = self.stretch
+        rows = [(*(encoding.encode(v) for v in row), lo, hi) if row else ("1", lo, hi)
+                for row, lo, hi in s.facts.get(rel, ())]
+        rows += [(*(encoding.encode(v) for v in f.row), s.start, s.end) if f.row
+                 else ("1", s.start, s.end) for f in self.program.facts if f.rel == rel]
+        return self.spark.createDataFrame(rows, self._schema(self.program.relations[rel].arity))
+
+    def coalesce(self, df: Any, keys: list[str]) -> Any:
+        """Per row of ``keys``, its intervals merged where they overlap or touch."""
+        F, W = self.F, self.W
+        w = W.partitionBy(*keys).orderBy("lo", "hi")
+        before = F.max("hi").over(w.rowsBetween(W.unboundedPreceding, -1))
+        starts = F.when(before.isNull() | (F.col("lo") > before), 1).otherwise(0)
+        g = df.withColumn("_s", starts).withColumn(
+            "_g", F.sum("_s").over(w.rowsBetween(W.unboundedPreceding, 0)))
+        return g.groupBy(*keys, "_g").agg(F.min("lo").alias("lo"), F.max("hi").alias("hi")) \
+            .drop("_g")
+
+    def _keep(self, df: Any) -> Any:
+        """``df`` computed once (one job) and its lineage cut, so that the rules reading it
+        neither repeat nor re-analyse its plan (a lazy plan over a model's hundred rules
+        costs seconds of analysis per join)."""
+        return df.localCheckpoint(eager=True)
+
+    # -- rules ------------------------------------------------------------------------------
+
+    def rule_df(self, plan: RulePlan, sources: Mapping[str, Any],
+                deltas: Mapping[str, Any]) -> Any | None:
+        """The head rows of one plan with their intervals (None: a constant comparison
+        makes the rule empty)."""
+        F = self.F
+        names: dict[str, str] = {}
+
+        def v(name: str) -> str:
+            if name not in names:
+                names[name] = f"v{len(names)}"
+            return names[name]
+
+        def expr(t: ir.Term) -> Any:
+            return F.lit(encoding.encode(t.value)) if isinstance(t, ir.Const) \
+                else F.col(v(t.name))
+
+        steps = plan.steps
+        need = planner.needed(plan)
+        b: Any = None
+        for i, s in enumerate(steps):
+            if isinstance(s, Scan):
+                src = (deltas if s.source == "delta" else sources)[s.rel]
+                conds, proj = encoding.key_columns(s.key_cols, s.key_terms, v)
+                join_on = list(proj)
+                first: dict[str, int] = {}
+                for col, name in s.out:
+                    first[name] = col
+                    if name in need[i] and not is_anon(ir.Var(name)):
+                        proj[v(name)] = F.col(f"c{col}")
+                for col, name in s.eqs:
+                    conds.append(F.col(f"c{col}") == F.col(f"c{first[name]}"))
+                for c in conds:
+                    src = src.filter(c)
+                right = src.select(*[e.alias(n) for n, e in proj.items()],
+                                   F.col("lo").alias("l2"), F.col("hi").alias("h2"))
+                if not proj:  # only when it held matters
+                    right = self.coalesce(right.withColumnRenamed("l2", "lo")
+                                          .withColumnRenamed("h2", "hi"), []) \
+                        .select(F.col("lo").alias("l2"), F.col("hi").alias("h2"))
+                if b is None:
+                    b = right.withColumnRenamed("l2", "lo").withColumnRenamed("h2", "hi")
+                    continue
+                b = b.join(right, on=join_on, how="inner") if join_on else b.crossJoin(right)
+                b = b.withColumn("lo", F.greatest("lo", "l2")) \
+                    .withColumn("hi", F.least("hi", "h2")).drop("l2", "h2") \
+                    .filter(F.col("lo") < F.col("hi"))
+            elif isinstance(s, Filter):
+                if isinstance(s.left, ir.Const) and isinstance(s.right, ir.Const):
+                    if not compare(s.op, s.left.value, s.right.value):
+                        return None
+                    continue
+                b = b.filter(encoding.compare_col(s.op, expr(s.left), expr(s.right)))
+            elif isinstance(s, Assign):
+                b = (self._whole() if b is None else b).withColumn(v(s.var), expr(s.value))
+            else:
+                b = self._without(self._whole() if b is None else b, s, sources, v)
+            keep = [v(n) for n in sorted(need[i]) if v(n) in b.columns] + ["lo", "hi"]
+            if len(keep) < len(b.columns):
+                b = b.select(*keep)
+        if b is None:
+            b = self._whole()
+        head = [expr(t).alias(f"c{i}") for i, t in enumerate(plan.head.args)] or [
+            F.lit("1").alias("_u")]
+        return b.select(*head, "lo", "hi")
+
+    def _whole(self) -> Any:
+        """One binding holding through the whole stretch (a rule that starts without a scan)."""
+        F = self.F
+        return self.spark.range(1).select(F.lit(self.stretch.start).cast("long").alias("lo"),
+                                          F.lit(self.stretch.end).cast("long").alias("hi"))
+
+    def _without(self, b: Any, s: NegCheck, sources: Mapping[str, Any], v: Any) -> Any:
+        """``b`` where the negated atom does not hold: a binding whose key the negated
+        relation never has keeps its interval; the others keep the parts of it that fall in
+        the gaps between the (coalesced) intervals of their key."""
+        F, W = self.F, self.W
+        neg = sources[s.rel]
+        conds, proj = encoding.key_columns(s.key_cols, s.key_terms, v)
+        for c in conds:
+            neg = neg.filter(c)
+        keys = list(proj)
+        held = self.coalesce(neg.select(*[e.alias(n) for n, e in proj.items()], "lo", "hi"),
+                             keys)
+        w = W.partitionBy(*keys).orderBy("lo")
+        gaps = held.select(*keys, F.coalesce(F.lag("hi").over(w), F.lit(LOW)).alias("l2"),
+                           F.col("lo").alias("h2"))
+        ends = held.groupBy(*keys).agg(F.max("hi").alias("l2")) \
+            .withColumn("h2", F.lit(HIGH).cast("long"))
+        gaps = gaps.unionByName(ends).filter(F.col("l2") < F.col("h2"))
+        if keys:
+            free = b.join(held.select(*keys).distinct(), on=keys, how="left_anti")
+            cut = b.join(gaps, on=keys, how="inner")
+        else:
+            free = b.join(held.limit(1), how="left_anti")
+            cut = b.crossJoin(gaps)
+        cut = cut.withColumn("lo", F.greatest("lo", "l2")).withColumn("hi", F.least("hi", "h2")) \
+            .drop("l2", "h2").filter(F.col("lo") < F.col("hi"))
+        return free.unionByName(cut)
+
+    # -- strata -----------------------------------------------------------------------------
+
+    def run(self, say: Any = None) -> Any:
+        """Every stratum of the decision relation's cone; returns its rows (coalesced)."""
+        program = self.program
+        for rel in program.relations:
+            if rel not in program.derived:
+                self.full[rel] = self._keep(self._base(rel))
+        for st in program.strata:
+            self._stratum(st)
+            if say is not None:
+                say(f"stratum {st.index}: {', '.join(st.relations)}")
+        return self.full[program.decision]
+
+    def _stratum(self, st: ir.Stratum) -> None:
+        """A stratum's relations: the union of their rules' rows (``distinct``: a row's
+        intervals need not be merged to be exact); a recursive stratum runs semi-naively on
+        coalesced rows, one job per round (the deltas' rows counted together)."""
+        program = self.program
+        mine = frozenset(st.relations)
+        cols = {rel: rel_cols(program.relations[rel].arity) for rel in mine}
+        start: dict[str, list[Any]] = {rel: [self._base(rel)] for rel in mine}
+        later = []
+        for rule in (program.rules[i] for i in st.rules):
+            body = {lit.rel for lit in rule.body if isinstance(lit, ir.Atom)}
+            if st.recursive and body & mine:
+                later.append(rule)
+                continue
+            for plan in planner.plans(rule):
+                df = self.rule_df(plan, self.full, {})
+                if df is not None:
+                    start[rule.head.rel].append(df)
+        if not later:
+            for rel in mine:
+                self.full[rel] = self._keep(_union(start[rel]).distinct())
+            return
+        for rel in mine:
+            self.full[rel] = self._keep(self.coalesce(_union(start[rel]), cols[rel]))
+        delta = dict(self.full)
+        while True:
+            found: dict[str, list[Any]] = {rel: [self.full[rel]] for rel in mine}
+            for rule in later:
+                for plan in planner.plans(rule, mine):
+                    if plan.delta_literal is not None:
+                        df = self.rule_df(plan, self.full, delta)
+                        if df is not None:
+                            found[rule.head.rel].append(df)
+            new = {rel: self._keep(self.coalesce(_union(found[rel]), cols[rel])) for rel in mine}
+            delta = {rel: self._keep(new[rel].subtract(self.full[rel])) for rel in mine}
+            counted = _union([d.select(self.F.lit(1).alias("n")) for d in delta.values()])
+            more = counted.limit(1).count()
+            self.full.update(new)
+            if not more:
+                return
+
+
+def _union(dfs: list[Any]) -> Any:
+    level = list(dfs)
+    while len(level) > 1:
+        level = [level[i].unionByName(level[i + 1]) if i + 1 < len(level) else level[i]
+                 for i in range(0, len(level), 2)]
+    return level[0]
+
+
+def intervals(spark: Any, p: Period, say: Any = None) -> Any:
+    """The decision rows of ``p`` with their intervals, as :data:`COLUMNS`."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if spark.sparkContext.getCheckpointDir() is None:
+        spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="grantlog-review-"))
+    parts = []
+    for s in p.stretches:
+        cut = Stretch(restrict(s.program, [s.program.decision]), s.start, s.end, s.facts)
+        rows = _Temporal(spark, cut).run(say)
+        parts.append(rows.select("c0", "c1", "c2", "lo", "hi"))
+    sub = _Temporal(spark, p.stretches[0])
+    rows = sub.coalesce(_union(parts), ["c0", "c1", "c2"])
+    edges = spark.createDataFrame(
+        [(rev, e.committed_at) for rev, e in sorted(p.edges.items())],
+        T.StructType([T.StructField("rev", T.LongType(), False),
+                      T.StructField("at", T.DoubleType(), True)]))
+    opened = edges.select(F.col("rev").alias("lo"),
+                          F.col("at").cast("timestamp").alias("from_time"))
+    closed = edges.select(F.col("rev").alias("hi"),
+                          F.col("at").cast("timestamp").alias("until_time"))
+    shown = [F.when(encoding.is_int_col(F.col(f"c{i}")),
+                    encoding.decode_long_col(F.col(f"c{i}")).cast("string"))
+             .otherwise(encoding.decode_string_col(F.col(f"c{i}"))).alias(n)
+             for i, n in enumerate(COLUMNS[:3])]  # an integer as its digits
+    out = rows.join(F.broadcast(opened), on="lo", how="left") \
+        .join(F.broadcast(closed), on="hi", how="left")
+    return out.select(
+        *shown, F.col("lo").alias("from_revision"), "from_time",
+        F.when(F.col("hi") <= p.last, F.col("hi")).alias("until_revision"),
+        F.when(F.col("hi") <= p.last, F.col("until_time")).alias("until_time"),
+        (F.col("lo") == p.first).alias("held_at_since"))
+
+
+def review(r: Any, spark: Any, output: str, since: object = None,
+           until: object = None) -> tuple[Period, int]:
+    """Write the whole-platform review of ``r``'s store between ``since`` and ``until`` to
+    the Parquet directory ``output``; returns the period and how many intervals."""
+    decision = r.program.decision
+    if r.program.relations[decision].arity != 3:
+        raise GrantlogError([error(
+            "unsupported-feature", f"the decision relation `{decision}` does not take "
+            "(subject, operation, resource)", NO_SPAN,
+            "declare a decision relation of three columns")])
+    p = period(r, since, until)
+    with progress.task("reviewing on Spark", len(p.stretches), "stretch") as advance:
+        df = intervals(spark, p, lambda line: advance(0, postfix=line))
+        df = df.persist()
+        n = df.count()
+        df.write.mode("overwrite").parquet(output)
+        df.unpersist()
+        advance(len(p.stretches))
+    return p, n
+
+
+def session(master: str = "local[*]") -> Any:
+    """A Spark session for the command line's review (the active one when there is one)."""
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    fresh = SparkSession.getActiveSession() is None
+    spark = (SparkSession.builder.master(master).appName("grantlog-review")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    if fresh:
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+__all__ = ["COLUMNS", "intervals", "review", "session"]

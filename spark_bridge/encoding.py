@@ -35,6 +35,7 @@ from typing import Any
 
 from grantlog.engine.core import ir
 from grantlog.engine.core.ir import Value
+from grantlog.engine.core.terms import is_anon
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
 INT_MIN = -(2**63)
@@ -217,3 +218,23 @@ def key_columns(cols: tuple[int, ...], terms: tuple[ir.Term, ...],
         else:
             proj[v(t.name)] = F.col(f"c{col}")
     return conds, proj
+
+
+def scan_columns(s: Any, need: set[str], v: Callable[[str], str]
+                 ) -> tuple[list[Any], dict[str, Any], list[str]]:
+    """A plan's scan step (engine/plan/join.py ``Scan``) as Spark columns: the filters (its
+    key's constants and repeated variables, its repeated outputs), the columns to keep by
+    variable name (the key's, and the outputs a later step or the head reads: ``need``) and
+    the key's names to join on."""
+    from pyspark.sql import functions as F
+
+    conds, proj = key_columns(s.key_cols, s.key_terms, v)
+    join_on = list(proj)
+    first: dict[str, int] = {}
+    for col, name in s.out:
+        first[name] = col
+        if name in need and not is_anon(ir.Var(name)):
+            proj[v(name)] = F.col(f"c{col}")
+    for col, name in s.eqs:
+        conds.append(F.col(f"c{col}") == F.col(f"c{first[name]}"))
+    return conds, proj, join_on

@@ -36,7 +36,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from grantlog.engine.core import ir, progress
-from grantlog.engine.core.terms import compare, is_anon
+from grantlog.engine.core.terms import compare
 from grantlog.engine.plan.join import Assign, Filter, RulePlan, Scan
 from grantlog.engine.plan.magic import demand
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error, plural
@@ -228,15 +228,7 @@ class _Run:
         for i, s in enumerate(steps):
             if isinstance(s, Scan):
                 src = (deltas if s.source == "delta" else sources)[s.rel]
-                conds, proj = encoding.key_columns(s.key_cols, s.key_terms, v)
-                join_on = list(proj)
-                first: dict[str, int] = {}
-                for col, name in s.out:
-                    first[name] = col
-                    if name in need[i] and not is_anon(ir.Var(name)):
-                        proj[v(name)] = F.col(f"c{col}")
-                for col, name in s.eqs:
-                    conds.append(F.col(f"c{col}") == F.col(f"c{first[name]}"))
+                conds, proj, join_on = encoding.scan_columns(s, need[i], v)
                 if s.literal == reason_lit:
                     for col in range(s.arity):
                         proj[f"rs{col}"] = F.col(f"c{col}")

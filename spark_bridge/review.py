@@ -36,7 +36,7 @@ from typing import Any
 from grantlog.engine.answer.periods import Period, Stretch, period
 from grantlog.engine.compile.restrict import restrict
 from grantlog.engine.core import ir, progress
-from grantlog.engine.core.terms import compare, is_anon
+from grantlog.engine.core.terms import compare
 from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
@@ -124,15 +124,7 @@ class _Temporal:
         for i, s in enumerate(steps):
             if isinstance(s, Scan):
                 src = (deltas if s.source == "delta" else sources)[s.rel]
-                conds, proj = encoding.key_columns(s.key_cols, s.key_terms, v)
-                join_on = list(proj)
-                first: dict[str, int] = {}
-                for col, name in s.out:
-                    first[name] = col
-                    if name in need[i] and not is_anon(ir.Var(name)):
-                        proj[v(name)] = F.col(f"c{col}")
-                for col, name in s.eqs:
-                    conds.append(F.col(f"c{col}") == F.col(f"c{first[name]}"))
+                conds, proj, join_on = encoding.scan_columns(s, need[i], v)
                 for c in conds:
                     src = src.filter(c)
                 right = src.select(*[e.alias(n) for n, e in proj.items()],

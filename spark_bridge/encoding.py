@@ -202,6 +202,26 @@ def compare_col(op: str, left: Any, right: Any) -> Any:
     return _COMPARE[op](left, right)
 
 
+class VarColumns:
+    """A rule's variables as internal column names (``v0``, ``v1``, ... in the order first
+    met): called with a variable's name, its column's; :meth:`expr`, a term as a column."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        got = self.names.get(name)
+        if got is None:
+            got = self.names[name] = f"v{len(self.names)}"
+        return got
+
+    def expr(self, t: ir.Term) -> Any:
+        """A constant as a literal, a variable as its column."""
+        from pyspark.sql import functions as F
+
+        return F.lit(encode(t.value)) if isinstance(t, ir.Const) else F.col(self(t.name))
+
+
 def key_columns(cols: tuple[int, ...], terms: tuple[ir.Term, ...],
                 v: Callable[[str], str]) -> tuple[list[Any], dict[str, Any]]:
     """A lookup's key on a relation's columns: the filters (a constant; a variable met before

@@ -107,16 +107,8 @@ class _Temporal:
         """The head rows of one plan with their intervals (None: a constant comparison
         makes the rule empty)."""
         F = self.F
-        names: dict[str, str] = {}
-
-        def v(name: str) -> str:
-            if name not in names:
-                names[name] = f"v{len(names)}"
-            return names[name]
-
-        def expr(t: ir.Term) -> Any:
-            return F.lit(encoding.encode(t.value)) if isinstance(t, ir.Const) \
-                else F.col(v(t.name))
+        v = encoding.VarColumns()
+        expr = v.expr
 
         steps = plan.steps
         need = planner.needed(plan)

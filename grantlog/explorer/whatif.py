@@ -198,25 +198,29 @@ def routes(ws: Workspace, handled: Callable[[Endpoint], Any],
             raise _fail("bad-request", f"`{name}` must be a non-negative integer")
         return min(v, cap)
 
+    def with_draft(edits: Any, answer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``answer()`` once the draft ``edits`` compiled (``compiled: true`` added), or the
+        draft's diagnostics (``compiled: false``), under the workspace's and drafts' locks."""
+        with ws.lock, drafts.lock:
+            found = drafts.build(edits)
+            if found is not None:
+                return {"compiled": False, "diagnostics": rules.diagnostics(found, paths())}
+            out = answer()
+            out["compiled"] = True
+            return out
+
     async def diff(request: Any) -> Any:
         data = await body(request)
         edits = drafts.texts(data)
         offset = _bound(data, "offset", 0, 2**31)
         limit = _bound(data, "limit", PAGE, MAX_PAGE) or PAGE
 
-        def work() -> dict[str, Any]:
-            with ws.lock, drafts.lock:
-                found = drafts.build(edits)
-                if found is not None:
-                    return {"compiled": False,
-                            "diagnostics": rules.diagnostics(found, paths())}
-                out = page(drafts.diff, ws.program, offset, limit)
-                out.update(compiled=True, served=ws.program.digest,
-                           draft=drafts.reasoner.program.digest,
-                           warnings=rules.diagnostics(drafts.reasoner.program.warnings,
-                                                      paths()))
-                return out
-        return JSONResponse(await run(work))
+        def compared() -> dict[str, Any]:
+            out = page(drafts.diff, ws.program, offset, limit)
+            out.update(served=ws.program.digest, draft=drafts.reasoner.program.digest,
+                       warnings=rules.diagnostics(drafts.reasoner.program.warnings, paths()))
+            return out
+        return JSONResponse(await run(lambda: with_draft(edits, compared)))
 
     async def proof(request: Any) -> Any:
         data = await body(request)
@@ -246,16 +250,8 @@ def routes(ws: Workspace, handled: Callable[[Endpoint], Any],
                         "start the explorer with `--log FILE` (a decision log of "
                         "`grantlog serve --decision-log FILE`)")
 
-        def work() -> dict[str, Any]:
-            with ws.lock, drafts.lock:
-                found = drafts.build(edits)
-                if found is not None:
-                    return {"compiled": False,
-                            "diagnostics": rules.diagnostics(found, paths())}
-                out = replay_log(log, ws.reasoner, drafts.reasoner)
-                out["compiled"] = True
-                return out
-        return JSONResponse(await run(work))
+        return JSONResponse(await run(
+            lambda: with_draft(edits, lambda: replay_log(log, ws.reasoner, drafts.reasoner))))
 
     return [Route("/api/whatif/diff", handled(diff), methods=["POST"]),
             Route("/api/whatif/proof", handled(proof), methods=["POST"]),

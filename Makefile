@@ -132,11 +132,13 @@ bench-history: $(STAMP)
 	$(BIN)/python benchmarks/history_bench.py --tables 2000 --transactions 1000
 
 ## history at scale: 1M tables x 1M transactions (built once, ~20 min, ~1.1 GB under /tmp),
-## an as-of check at random past revisions by point reads, store growth per transaction
-## (issue 28; SCALE=100000 for a quicker run)
+## an as-of check at random past revisions by point reads, store growth per transaction, the
+## timeline of one (subject, resource) over the whole history (issue 28; SCALE=100000 for a
+## quicker run)
 SCALE ?= 1000000
 bench-history-scale: $(STAMP)
 	$(BIN)/python benchmarks/history_scale.py --tables $(SCALE) --transactions $(SCALE)
+	$(BIN)/python benchmarks/history_timeline_bench.py --tables $(SCALE) --transactions $(SCALE)
 
 ## Planning bodies of 100 to 1,600 literals; "did you mean" over 1k-8k misspelled relations
 ## (issue 26 item 3).

@@ -6,9 +6,10 @@ answered check, from Python lists and from an opened SQLite store.
   then the first check (``first check``: the first evaluation and the planner's statistics),
   then the first listing (``first list``: ``list(subject, "load_table", type="table")`` for the
   first check's subject; budget 50 ms + 2 µs per listed table);
-* **store**: the facts bulk-loaded into a new SQLite file and the planner's statistics
-  measured and kept with them, as ``grantlog store load`` does (``measure``, timed apart;
-  ``--no-kept``: none kept, each open measures the rows), then
+* **store**: the facts bulk-loaded into a new SQLite file, the big relations' snapshot taken
+  (grantlog/store/snapshots.py; ``--no-snapshot``: none, the open reads the tables) and the
+  planner's statistics measured and kept with them, as ``grantlog store load`` does
+  (``measure``, timed apart; ``--no-kept``: none kept, each open measures the rows), then
   ``Reasoner(program, store=URL, follow=False)`` (``open``), its first check and first list;
 * **store, list first**: a listing as the first question after opening the store;
 * **store, prepared**: ``prepare()`` after opening (what ``grantlog serve`` does before it
@@ -35,7 +36,7 @@ import gravitino_workload as gw
 from harness import ROOT, load_store, log
 
 import grantlog
-from grantlog.store import open_store, planstats, warm
+from grantlog.store import open_store, planstats, snapshots, warm
 
 RULES = ROOT / "rules" / "gravitino.gl"
 #: wall-clock time; ``--cpu``: the process's CPU time (on a shared machine, the work done
@@ -73,12 +74,15 @@ def forget(url: str, kept: bool) -> None:
         st.close()
 
 
-def measure(program: Any, url: str) -> float:
-    """The planner's statistics measured and kept after the load (``grantlog store load``)."""
+def measure(program: Any, url: str, snapshot: bool = True) -> float:
+    """The big relations' snapshot taken (``snapshot``) and the planner's statistics measured
+    and kept after the load (``grantlog store load``)."""
     gc.collect()
     t0 = clock()
     st = open_store(url, program)
     try:
+        if snapshot:
+            snapshots.write(st)
         warm.measure(st, program)
     finally:
         st.close()
@@ -121,6 +125,8 @@ def main() -> int:
                     help="measure the process's CPU time instead of the wall clock")
     ap.add_argument("--no-kept", action="store_true",
                     help="keep no planner statistics with the store: every open measures")
+    ap.add_argument("--no-snapshot", action="store_true",
+                    help="take no snapshot of the big relations: every open reads the tables")
     a = ap.parse_args()
     kept = not a.no_kept
     if a.cpu:
@@ -134,7 +140,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{Path(tmp) / 'cold.db'}"
             load_store(url, program, w)
-            measured = measure(program, url) if kept else 0.0
+            measured = measure(program, url, not a.no_snapshot) if kept else 0.0
             stored = [from_store(program, url, first, kept) for _ in range(a.repeat)]
             listed = [list_first(program, url, first, False, kept)[1] for _ in range(a.repeat)]
             prepared = [list_first(program, url, first, True, kept) for _ in range(a.repeat)]

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Own models against the shipped one (issue 26): the three benchmark models of
-benchmarks/models/ (``renamed``, ``unary``, ``twotrees``) and the shipped Gravitino model
-(``shipped``: rules/gravitino.gl), each on its translation of the same generated world
+benchmarks/models/ (``renamed``, ``unary``, ``twotrees``), ``bare`` (renamed.gl without its
+``@materialize``/``@demand`` annotations: the materialization policy's split alone) and the
+shipped Gravitino model (``shipped``: rules/gravitino.gl), each on its translation of the same
+generated world
 (benchmarks/models/worlds.py) of ``--sizes`` tables, in one process, one model after another.
 
 For each model and size, after loading the facts and ``prepare()``:
@@ -19,8 +21,13 @@ For each model and size, after loading the facts and ``prepare()``:
   ``--rounds`` rounds that alternate between the models (so that the machine's load falls on
   all alike; each round new questions, 100 untimed first): p50 and p99 of the allowed and of
   the denied ones (the median over the rounds), and their ratio to the shipped model's
-  (target ≤ 1.5×);
-* the fast paths taken: the hierarchy roles found (engine/core/hierarchy_roles.py), whether
+  (target ≤ 1.5×); 30,000 by default, so that a round's p99 rests on dozens of checks above
+  it, not on the few a scheduler tick (4 ms on this machine) lands on; and the p99 of the
+  thread's CPU time per check (``time.thread_time_ns``), which a loaded machine's preemptions
+  do not inflate;
+* the fast paths taken: the relations kept in memory and why (engine/compile/materialize.py
+  ``reasons``: an annotation or the policy's rule), the hierarchy roles found
+  (engine/core/hierarchy_roles.py), whether
   ``list`` went through the filter walk (engine/answer/listing.py ``list_filtered``) and
   whether a filter could be built at all.
 
@@ -110,7 +117,7 @@ def load(world: worlds.World) -> tuple[grantlog.Reasoner, dict[str, Any]]:
     """``world``'s rules compiled and its facts inserted in one transaction, then
     ``prepare()``; the seconds of each step."""
     t0 = time.perf_counter()
-    r = grantlog.Reasoner(grantlog.compile(paths=[str(world.rules)]))
+    r = grantlog.Reasoner(world.program())
     t1 = time.perf_counter()
     with r.transaction() as tx:
         for rel, rows in world.facts.items():
@@ -128,6 +135,7 @@ def fast_paths(r: grantlog.Reasoner, world: worlds.World) -> dict[str, Any]:
     """The hierarchy roles found, and whether listing the medium probe goes through the
     filter walk (untimed)."""
     from grantlog.engine.answer.listing import list_filtered
+    from grantlog.engine.compile.materialize import reasons
     from grantlog.engine.core.hierarchy_roles import hierarchy_roles
 
     roles = hierarchy_roles(r.program)
@@ -136,7 +144,9 @@ def fast_paths(r: grantlog.Reasoner, world: worlds.World) -> dict[str, Any]:
                                                    "walkable", "source", "upward", "why")}
     found["kinds"] = list(getattr(roles, "kinds", ()))
     found["others"] = [o.closure or o.strict or o.edge for o in getattr(roles, "others", ())]
-    return {"roles": found,
+    kept = {rel: why for rel, why in reasons(r.program).items()
+            if rel not in r.program.virtual}
+    return {"roles": found, "kept": kept,
             "list_walk": None if err else walk is not None, "list_walk_error": err}
 
 
@@ -224,34 +234,42 @@ def _digest(values: list[Any]) -> tuple[int, int]:
 
 
 def check_round(r: grantlog.Reasoner, op: str, checks: list[tuple[str, str, str]],
-                budget: float) -> dict[bool, list[float]]:
-    """The µs of each of ``checks`` (``op`` put in), by decision, after 100 untimed ones,
-    until they end or ``budget`` seconds have passed."""
+                budget: float) -> dict[Any, list[float]]:
+    """The µs of each of ``checks`` (``op`` put in), by decision (``True``, ``False``), after
+    100 untimed ones, until they end or ``budget`` seconds have passed; and the thread's CPU
+    µs of each (``("cpu", True)``, ``("cpu", False)``: what a preemption by another process
+    does not count in, with a ~2 µs system call more per check)."""
     checks = [(u, op, t) for u, _, t in checks]
     for c in checks[:100]:
         r.check(*c)
     gc.collect()
-    times: dict[bool, list[float]] = {True: [], False: []}
-    pc = time.perf_counter_ns
+    times: dict[Any, list[float]] = {True: [], False: [], ("cpu", True): [],
+                                     ("cpu", False): []}
+    pc, cpu = time.perf_counter_ns, time.thread_time_ns
     stop = time.perf_counter() + budget
     for c in checks[100:]:
-        t0 = pc()
+        c0, t0 = cpu(), pc()
         d = r.check(*c)
-        times[d.allowed].append((pc() - t0) / 1e3)
+        t1, c1 = pc(), cpu()
+        times[d.allowed].append((t1 - t0) / 1e3)
+        times["cpu", d.allowed].append((c1 - c0) / 1e3)
         if time.perf_counter() > stop:
             break
     return times
 
 
-def check_figures(rounds: list[dict[bool, list[float]]]) -> dict[str, Any]:
-    """p50 and p99 (µs) of the allowed and of the denied checks: the median over the rounds
-    of each round's."""
+def check_figures(rounds: list[dict[Any, list[float]]]) -> dict[str, Any]:
+    """p50 and p99 (µs) of the allowed and of the denied checks, wall clock and the thread's
+    CPU time (``cpu_p50``, ``cpu_p99``): the median over the rounds of each round's."""
     out: dict[str, Any] = {}
     for allowed, name in ((True, "allowed"), (False, "denied")):
         got = [x[allowed] for x in rounds if x[allowed]]
-        out[name] = {"n": sum(map(len, got)),
-                     "p50_us": statistics.median(pct(x, 0.5) for x in got) if got else None,
-                     "p99_us": statistics.median(pct(x, 0.99) for x in got) if got else None}
+        out[name] = {"n": sum(map(len, got))}
+        for key, series in (("", got), ("cpu_", [x["cpu", allowed] for x in rounds
+                                                 if x.get(("cpu", allowed))])):
+            for q in (50, 99):
+                out[name][f"{key}p{q}_us"] = (statistics.median(pct(x, q / 100) for x in series)
+                                              if series else None)
     return out
 
 
@@ -288,7 +306,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             res["checks"] = got = check_figures(timings[model])
             log(f"[{model} {size:,}] checks: {got}")
             for name in ("allowed", "denied") if ref is not None else ():
-                for q in ("p50", "p99"):
+                for q in ("p50", "p99", "cpu_p50", "cpu_p99"):
                     a, b = got[name][f"{q}_us"], ref[name][f"{q}_us"]  # type: ignore[index]
                     got[name][f"{q}_ratio"] = a / b if a is not None and b else None
         out["sizes"][size] = per
@@ -323,6 +341,14 @@ def _filter_cell(rows: dict[str, Any]) -> str:
             + (f"; SQL refused for {', '.join(sql)}" if sql else ""))
 
 
+def _why(reason: str) -> str:
+    """A kept relation's reason, short: the annotation, or the policy's rule."""
+    from grantlog.engine.compile import materialize as m
+
+    return {m.ANNOTATED: "annotated", m.RECURSIVE: "recursive", m.SMALL: "holdings",
+            m.FILTER: "filter", m.NEEDED: "read by a kept one"}.get(reason, reason)
+
+
 def markdown(res: dict[str, Any], cmd: str) -> str:
     m = res["machine"]
     lines = [HEADING, "",
@@ -334,7 +360,8 @@ def markdown(res: dict[str, Any], cmd: str) -> str:
              "median of repeats. Filters: the slowest probe user's `Reasoner.filter(u, op, "
              "\"table\")`, first call, against 10 ms. Checks: µs, the median over "
              f"{res['rounds']} rounds alternating between the models, and the ratio to the "
-             "shipped model's (target ≤ 1.5×).", ""]
+             "shipped model's (target ≤ 1.5×); CPU: the same checks' p99 in the thread's CPU "
+             "time (a preemption by another process left out).", ""]
     for size, per in res["sizes"].items():
         lines += [f"### {int(size):,} tables", "",
                   "| model | load (insert + prepare) | list small | list medium | list all "
@@ -349,12 +376,13 @@ def markdown(res: dict[str, Any], cmd: str) -> str:
                 + " | ".join(_list_cell(ls[k]) for k in (*worlds.PROBES, "type=", "within="))
                 + f" | {_filter_cell(x['filters'])} |")
         lines += ["", "| model | check p50 allowed | p50 denied | p99 allowed | p99 denied "
-                  "| fast paths |", "|---|---|---|---|---|---|"]
+                  "| CPU p99 allowed | CPU p99 denied | fast paths |",
+                  "|---|---|---|---|---|---|---|---|"]
         for model, x in per.items():
             c = x["checks"]
 
             def cell(name: str, q: str, c: dict[str, Any] = c) -> str:
-                v = c[name][f"{q}_us"]
+                v = c[name].get(f"{q}_us")
                 if v is None:
                     return "–"
                 ratio = c[name].get(f"{q}_ratio")
@@ -373,9 +401,12 @@ def markdown(res: dict[str, Any], cmd: str) -> str:
                     f"; other closure `{o}`" for o in ro.get("others") or ()) + ")"
                 if ro["source"] else "") + ("" if ro["walkable"] else
                                             f", not walkable: {ro.get('why') or '?'}"))
+            kept = ", ".join(f"`{rel}` ({_why(why)})"
+                             for rel, why in sorted(fp.get("kept", {}).items()))
             lines.append(f"| {model} | {cell('allowed', 'p50')} | {cell('denied', 'p50')} | "
                          f"{cell('allowed', 'p99')} | {cell('denied', 'p99')} | "
-                         f"{roles}; list: {walk} |")
+                         f"{cell('allowed', 'cpu_p99')} | {cell('denied', 'cpu_p99')} | "
+                         f"kept: {kept or 'none'}; {roles}; list: {walk} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -384,7 +415,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     p.add_argument("--models", nargs="+", choices=worlds.MODELS, default=list(worlds.MODELS))
-    p.add_argument("--checks", type=int, default=3000, help="timed checks per model")
+    p.add_argument("--checks", type=int, default=30_000, help="timed checks per model")
     p.add_argument("--rounds", type=int, default=3,
                    help="rounds of checks, alternating between the models (more than one "
                    "keeps every model's reasoner in memory at once)")

@@ -11,8 +11,9 @@ variants are planned when a change first reads them), a first load of the rule's
 insert after it (every delta variant reads the new row), the body made recursive (``e``
 renamed to ``r``, ``r(X, Y) :- e(X, Y).``: semi-naive evaluation runs every delta variant of
 it), and every delta variant of the body (one per atom or negation) planned in full, together
-(engine/plan/join.py ``Variants``): n plans of n steps each, quadratic by its output, timed up
-to ``--variants-up-to``.
+(engine/plan/join.py ``Variants``; variants binding the same shared variables, the star's,
+copy one template): n plans of n steps each, quadratic by its output, timed up to
+``--variants-up-to``. CPU seconds (the machine is shared), the median of ``--repeat`` runs.
 
 Suggestions: a file of n rules ``perm_<8 letters>_<i>(X) :- base(X).`` and n rules using each
 with two adjacent letters swapped; the suggestion part (the unknown-relation check's
@@ -20,13 +21,15 @@ with two adjacent letters swapped; the suggestion part (the unknown-relation che
 with ``--compile`` the whole compile of the file with and without the typos.
 
     .venv/bin/python benchmarks/plan_bench.py [--sizes 100,200,400,800,1600]
-        [--typos 1000,2000,4000,8000] [--variants-up-to 800] [--compile] [--write]
+        [--typos 1000,2000,4000,8000] [--variants-up-to 800] [--repeat 1] [--compile]
+        [--write]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -109,8 +112,19 @@ def typo_text(n: int, typos: bool = True) -> tuple[str, list[str], list[str]]:
     return "\n".join(lines) + "\n", defined, wrong
 
 
+#: how many runs each figure is the median of (``--repeat``)
+REPEAT = [1]
+
+
 def seconds(fn: Callable[[], object], repeat: int = 1) -> float:
-    return timed(fn, repeat=repeat).best
+    """CPU seconds of ``fn`` (the process's, not the wall's: the machine is shared), the
+    median of ``--repeat`` runs (at least ``repeat``)."""
+    runs = []
+    for _ in range(max(repeat, REPEAT[0])):
+        t0 = time.process_time()
+        fn()
+        runs.append(time.process_time() - t0)
+    return statistics.median(runs)
 
 
 def plan_row(shape: str, n: int, variants_up_to: int) -> dict[str, object]:
@@ -124,7 +138,7 @@ def plan_row(shape: str, n: int, variants_up_to: int) -> dict[str, object]:
     rule = next(r for r in program.rules if r.head.rel == "p")
     row: dict[str, object] = {
         "shape": shape, "n": n,
-        "order_body": seconds(lambda: order_body(rule.body), 3),
+        "order_body": seconds(lambda: order_body(rule.body)),
     }
     try:
         row["reasoner"] = seconds(lambda: grantlog.Reasoner(grantlog.compile(text)).rows("p"))
@@ -161,9 +175,12 @@ def insert_after_load(shape: str, text: str) -> float:
     """Seconds of one insert into ``e`` after the first load: every delta variant of an
     ``e`` atom reads the new row (planned as far as it reads)."""
 
-    r = first_load(shape, text)
-    t = timed(lambda: r.insert("e", [("b", "c")]), repeat=1)
-    return t.best
+    def once() -> float:
+        r = first_load(shape, text)
+        t0 = time.process_time()
+        r.insert("e", [("b", "c")])
+        return time.process_time() - t0
+    return statistics.median(once() for _ in range(REPEAT[0]))
 
 
 def first_load(shape: str, text: str) -> Any:
@@ -208,7 +225,7 @@ def typo_row(n: int, compile_too: bool) -> dict[str, object]:
 def report(plans: list[dict[str, object]], sugg: list[dict[str, object]]) -> str:
     info = run_info()
     out = [HEADING, "", f"`benchmarks/plan_bench.py`, {info['when']}, commit {info['git']}. "
-           "Seconds, best of 3 (one plan) or of 1.", "",
+           f"CPU seconds, median of {REPEAT[0]}.", "",
            "| shape | literals | one plan (`order_body`) | compile + Reasoner + first rows "
            "| first load (insert) | insert after it | recursive: compile + Reasoner + rows "
            "| every delta variant, in full |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -235,8 +252,10 @@ def main() -> None:
     ap.add_argument("--variants-up-to", type=int, default=800)
     ap.add_argument("--compile", action="store_true",
                     help="also time the whole compile of the typo files (slow)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per figure (the median)")
     ap.add_argument("--write", action="store_true", help="write the section of RESULTS.md")
     a = ap.parse_args()
+    REPEAT[0] = a.repeat
     t0 = time.perf_counter()
     plans = [plan_row(shape, int(n), a.variants_up_to)
              for shape in SHAPES for n in a.sizes.split(",") if n]

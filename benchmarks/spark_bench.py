@@ -119,6 +119,13 @@ def _child_pids() -> list[int]:
     return out
 
 
+def _cpu_s(pid: int) -> float:
+    """user + system CPU seconds of a process so far (the JVM's: the machine is shared, so
+    wall time alone says little)"""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _hwm_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -151,10 +158,12 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
     lines: list[str] = []
 
     def say(line: str) -> None:
-        stamp = f"{time.perf_counter() - t1:8.1f} s  {line}"
+        cpu = sum(_cpu_s(p) for p in _child_pids()) - jvm_cpu0
+        stamp = f"{time.perf_counter() - t1:8.1f} s {cpu:8.1f} s CPU  {line}"
         lines.append(stamp)
         print(stamp, file=sys.stderr, flush=True)
 
+    jvm_cpu0 = sum(_cpu_s(p) for p in _child_pids())
     t1 = time.perf_counter()
     specs = {p.stem: {"path": str(p), "format": "csv"} for p in sorted(data.glob("*.csv"))}
     inputs = sb.read_inputs(spark, program, specs)
@@ -163,6 +172,7 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
     out = data / "spark-answers"
     res.relations["allowed"].write.mode("overwrite").parquet(str(out))
     total_s = time.perf_counter() - t1
+    jvm_cpu_s = sum(_cpu_s(p) for p in _child_pids()) - jvm_cpu0
     ans = spark.read.parquet(str(out))
     key = F.concat_ws("\u0000", *[F.col(c) for c in ans.columns])
     h = F.conv(F.substring(F.sha1(key), 1, 8), 16, 10).cast("long")
@@ -177,7 +187,7 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
     largest = max(res.strata, key=lambda s: s.rows or 0)
     spark.stop()
     return {
-        "session_s": session_s, "total_s": total_s,
+        "session_s": session_s, "total_s": total_s, "jvm_cpu_s": jvm_cpu_s,
         "closure_s": closure.seconds if closure else None,
         "closure_iterations": closure.iterations if closure else None,
         "closure_rows": closure.rows if closure else None,
@@ -210,6 +220,7 @@ def work_memory(args: argparse.Namespace, data: Path, catalog: str) -> dict[str,
     program = grantlog.compile(paths=[path])
     where = where_of(catalog)
     t0 = time.perf_counter()
+    c0 = time.process_time()
     try:
         if args.memory_mode in ("query", "list"):
             # goal-directed, as an application asks: one read of the original program
@@ -246,7 +257,8 @@ def work_memory(args: argparse.Namespace, data: Path, catalog: str) -> dict[str,
                 "seconds": time.perf_counter() - t0,
                 "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     h = sum(row_hash(row) for row in got)
-    return {"load_s": t1 - t0, "query_s": t2 - t1, "total_s": t2 - t0, "answers": len(got),
+    return {"load_s": t1 - t0, "query_s": t2 - t1, "total_s": t2 - t0,
+            "cpu_s": time.process_time() - c0, "answers": len(got),
             "hash": h, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -331,6 +343,8 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]], started: str,
     row("Spark: total (inputs read, every stratum, answers written)",
         lambda r: fmt_s(sp(r, "total_s")) if sp(r, "total_s") is not None else
         f"failed: {sp_err(r)}")
+    row("Spark: JVM CPU time in the total (user + system)",
+        lambda r: fmt_s(sp(r, "jvm_cpu_s")))
     row("Spark: hierarchy closure (`ancestor`, path doubling)",
         lambda r: fmt_s(sp(r, "closure_s")))
     row("Spark: iterations per recursive stratum",
@@ -362,6 +376,8 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]], started: str,
 
     row("in-memory: total (insert all + evaluate)",
         lambda r: fmt_s(mem(r, "total_s")) if mem(r, "total_s") is not None else mem_err(r))
+    row("in-memory: CPU time (user + system)",
+        lambda r: fmt_s(mem(r, "cpu_s")) if mem(r, "cpu_s") is not None else "—")
     row("in-memory: insert / evaluate and read",
         lambda r: f"{fmt_s(mem(r, 'load_s'))} / {fmt_s(mem(r, 'query_s'))}"
         if mem(r, "total_s") is not None else "—")

@@ -49,7 +49,7 @@ def main() -> None:
     print(f"store: {a.tables:,} tables x {a.transactions:,} transactions (head {w.head}), "
           f"ready in {time.perf_counter() - t0:.1f} s", flush=True)
 
-    from grantlog.spark_bridge.review import review, session
+    from grantlog.spark_bridge.review import Jobs, review, session
 
     spark = session(a.master)
     spark.conf.set("spark.sql.shuffle.partitions", "4")
@@ -60,12 +60,17 @@ def main() -> None:
         for i in range(a.repeat):
             out = os.path.join(a.data_dir, f"review{i}")
             t = time.perf_counter()
-            _, n = review(r, spark, out, a.since, a.until)
+            with Jobs(spark) as j:
+                p, n = review(r, spark, out, a.since, a.until)
             times.append(time.perf_counter() - t)
-            print(f"run {i + 1}: {times[-1]:.1f} s, {n:,} intervals", flush=True)
+            load = os.getloadavg()
+            print(f"run {i + 1}: {times[-1]:.1f} s, {n:,} intervals of revisions {p.first} "
+                  f"to {p.last}, {j.jobs} Spark jobs ({j.stages} stages), load average "
+                  f"{load[0]:.1f}", flush=True)
     load = os.getloadavg()
     print(f"median {statistics.median(times):.1f} s over {a.repeat} runs ({a.master}); "
-          f"{n:,} intervals; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+          f"{n:,} intervals; {j.jobs} Spark jobs; "
+          f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     spark.stop()
 
 

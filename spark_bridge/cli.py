@@ -151,6 +151,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.where and not args.goal:
             from grantlog.grammar.diagnostics import NO_SPAN, error
             raise GrantlogError([error("bad-goal", "`--where` needs `--goal`", NO_SPAN)])
+        if args.local_rows < 0:
+            from grantlog.grammar.diagnostics import NO_SPAN, error
+            raise GrantlogError([error(
+                "bad-argument", f"`--local-rows` must be at least 0, not `{args.local_rows}`",
+                NO_SPAN, help="0 runs on Spark whatever the size; N evaluates in memory up "
+                "to N rows")])
         conf = []
         for item in args.conf:
             key, eq, value = item.partition("=")

@@ -35,13 +35,13 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from grantlog.engine.core import ir, progress
+from grantlog.engine.core import arguments, ir, progress
 from grantlog.engine.core.terms import compare
 from grantlog.engine.plan.join import Assign, Filter, RulePlan, Scan
 from grantlog.engine.plan.magic import demand
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error, plural
 
-from . import encoding, local, planner, schema
+from . import encoding, factoring, local, planner, schema
 from .closure import closure_shape, doubling, full_on_spark, graphframes_status
 from .reasons import grant_reasons
 from .reasons import reason_literal as choose_reason
@@ -108,7 +108,11 @@ class _Run:
                 if isinstance(atom, ir.Atom):
                     reads[atom.rel] = reads.get(atom.rel, 0) + 1
         self.reads = reads
-        self.low = planner.low_columns(program, self.inputs)
+        self.low = dict(planner.low_columns(program, self.inputs))
+        #: relations with no facts and no input (their rules' rows are all their rows)
+        self.no_base: set[str] = set()
+        #: a factored group's key (planner.factor) -> the relation holding its rows
+        self.parts: dict[Any, str] = {}
         if spark.sparkContext.getCheckpointDir() is None:
             spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="grantlog-spark-"))
 
@@ -153,6 +157,8 @@ class _Run:
         st = T.StructType([T.StructField(c, T.StringType(), False) for c in rel_cols(arity)])
         df = self.spark.createDataFrame(rows, st) if rows else None
         n: int | None = len(rows)
+        if not rows and rel not in self.inputs:
+            self.no_base.add(rel)
         if rel in self.inputs:
             inp = self._internal_input(rel, self.inputs[rel])
             df = (inp if df is None else df.unionByName(inp)).distinct()
@@ -193,11 +199,13 @@ class _Run:
     def _unit(self) -> Any:
         return self.spark.range(1).select()
 
-    def _maybe_broadcast(self, df: Any, rel: str, source: str, deltas: Mapping[str, int]) -> Any:
+    def _small(self, rel: str, source: str, deltas: Mapping[str, int]) -> bool:
+        """whether ``rel`` (its delta: ``source == "delta"``) is known to be broadcast-small"""
         n = deltas.get(rel) if source == "delta" else self.sizes.get(rel)
-        if n is not None and self.broadcast_rows > 0 and n <= self.broadcast_rows:
-            return self.F.broadcast(df)
-        return df
+        return n is not None and self.broadcast_rows > 0 and n <= self.broadcast_rows
+
+    def _maybe_broadcast(self, df: Any, rel: str, source: str, deltas: Mapping[str, int]) -> Any:
+        return self.F.broadcast(df) if self._small(rel, source, deltas) else df
 
     def reason_literal(self, rule: ir.Rule) -> int | None:
         """The body atom whose row is reported as the reason (reasons.py)."""
@@ -218,10 +226,16 @@ class _Run:
         reason_lit = self.reason_literal(plan.rule) if reasons else None
         reason_cols: list[str] = []
         b: Any = None
+        # the bindings may repeat: a join's rows were projected, dropping a linking variable
+        repeated = False
         for i, s in enumerate(steps):
             if isinstance(s, Scan):
                 src = (deltas if s.source == "delta" else sources)[s.rel]
                 conds, proj, join_on = encoding.scan_columns(s, need[i], v)
+                if (repeated and join_on and set(join_on) == set(b.columns)
+                        and not self._small(s.rel, s.source, delta_sizes)):
+                    # a shuffled join on the whole row: de-duplicated on the same partitioning
+                    b, repeated = b.distinct(), False
                 if s.literal == reason_lit:
                     for col in range(s.arity):
                         proj[f"rs{col}"] = F.col(f"c{col}")
@@ -254,6 +268,9 @@ class _Run:
                 nright = neg.select(*[e.alias(n) for n, e in nproj.items()])
                 nright = self._maybe_broadcast(nright, s.rel, "full", delta_sizes)
                 b = self._unit() if b is None else b
+                if (repeated and nproj and set(nproj) == set(b.columns)
+                        and not self._small(s.rel, "full", delta_sizes)):
+                    b, repeated = b.distinct(), False
                 if nproj:
                     b = b.join(nright, on=list(nproj), how="left_anti")
                 else:
@@ -261,6 +278,7 @@ class _Run:
             keep = [v(n) for n in sorted(need[i]) if v(n) in b.columns] + reason_cols
             if len(keep) < len(b.columns):
                 b = b.select(*keep)
+                repeated = repeated or (isinstance(s, Scan) and i > 0)
         if b is None:
             b = self._unit()
         head = [expr(t).alias(f"c{i}") for i, t in enumerate(plan.head.args)] or [
@@ -319,24 +337,34 @@ class _Run:
         rel = st.relations[0]
         arity = self.program.relations[rel].arity
         report = StratumReport(st.index, st.relations, "rules", 1)
-        dfs = [self.full[rel]]
+        base = self.full[rel]
+        dfs = [] if rel in self.no_base else [base]
         reason_dfs: list[Any] = []
         reasons = self.with_reasons and rel == self.decision
+        plans: list[RulePlan] = []
         for rid in st.rules:
-            for plan in planner.plans(self.program.rules[rid], seeds=self.seeds, low=self.low):
+            rule = self.program.rules[rid]
+            if not reasons:
+                rule = factoring.factored(self, rule)
+            for plan in planner.plans(rule, seeds=self.seeds, low=self.low):
                 self.plans.append(f"{plan.rule.name}: {plan.describe()}")
                 d = self.rule_df(plan, self.full, {}, {}, reasons=reasons)
                 if d is not None:
+                    plans.append(plan)
                     (reason_dfs if reasons else dfs).append(d)
         if reasons:
             # each rule's rows carry their reason: the rules run once, and the relation is
             # the rows of its reasons (facts and inputs with none)
-            self.reasons, n = self.materialize(self._pick_reasons(rel, dfs[0], reason_dfs))
+            self.reasons, n = self.materialize(self._pick_reasons(rel, base, reason_dfs))
             report.strategy, report.rows = "rules+checkpoint", n
             self.sizes[rel], self.weight[rel] = n, 1
             self.full[rel] = self.reasons.select(*rel_cols(arity))
             return report
-        df = self._union(dfs, arity).distinct()
+        if len(dfs) == 1 and len(plans) == 1 and planner.copies(plans[0]):
+            # one rule copying a relation's rows, every column kept: already distinct
+            df = dfs[0]
+        else:
+            df = self._union(dfs, arity).distinct()
         weight = 1 + sum(self.weight.get(s.rel, 1) for rid in st.rules
                          for lit in self.program.rules[rid].body
                          for s in [lit.atom if isinstance(lit, ir.Neg) else lit]
@@ -553,7 +581,8 @@ class _Run:
     def results(self, answer: tuple[str, str] | None = None) -> dict[str, Any]:
         """External DataFrames per relation; ``answer``: (relation, public name) of a goal's
         answers, shown under the public name with the decision relation's reasons."""
-        out = {rel: self.external(rel, df) for rel, df in self.full.items()}
+        out = {rel: self.external(rel, df) for rel, df in self.full.items()
+               if rel in self.program.relations}  # not the factored groups
         dec = self.decision
         if self.with_reasons and self.reasons is not None and not self.local:
             self.reasons = grant_reasons(self)  # premises -> grants (reasons.py)
@@ -618,6 +647,7 @@ def run(
     ``local.LOCAL_ROWS``)."""
     if closure not in ("auto", "doubling", "graphframes", "semi-naive"):
         raise ValueError(f"unknown closure strategy {closure!r}")
+    arguments.integer("local_rows", local_rows, minimum=0)
     if materialize not in ("shared", "cache", "all"):
         raise ValueError(f"unknown materialize mode {materialize!r}")
     inputs = dict(inputs or {})

@@ -21,7 +21,7 @@ come first; plans stay printable with ``RulePlan.describe``.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from grantlog.engine.core import ir
@@ -106,6 +106,16 @@ def plans(
     return plan_rule(rule, recursive, lambda: Connected(seeds, low))
 
 
+def copies(plan: RulePlan) -> bool:
+    """Whether ``plan`` reads one atom and its head keeps every variable of it (its rows are
+    as distinct as the relation's: every relation on Spark is)."""
+    if len(plan.steps) != 1 or not isinstance(plan.steps[0], Scan):
+        return False
+    s = plan.steps[0]
+    head = {t.name for t in plan.head.args if isinstance(t, ir.Var)}
+    return all(not is_anon(ir.Var(name)) and name in head for _col, name in s.out)
+
+
 def needed(plan: RulePlan) -> list[set[str]]:
     """Per step of ``plan``, the variables read at or after it (by a later step's key,
     comparison or assignment, or by the head): what a join must keep from that step on."""
@@ -119,3 +129,129 @@ def needed(plan: RulePlan) -> list[set[str]]:
             (s.left, s.right) if isinstance(s, Filter) else (s.value,)
         later |= {t.name for t in terms if isinstance(t, ir.Var)}
     return need
+
+
+class Part:
+    """Two of a rule's body atoms over small relations, linked by variables nothing else in
+    the rule reads (:func:`factor`): joined on their own, the linking variables dropped and
+    the rows de-duplicated, they become one small relation of the ``args`` the rest of the
+    rule reads (``rule``: ``<name>(args) :- <the two atoms>``)."""
+
+    def __init__(self, rule: ir.Rule, positions: tuple[int, ...], links: tuple[str, ...],
+                 key: tuple[Any, ...], low: frozenset[int]) -> None:
+        self.rule = rule
+        #: where the atoms are in the factored rule's body
+        self.positions = positions
+        #: the linking variables (joined on, then dropped)
+        self.links = links
+        #: the same pair in any rule (variables renamed by first occurrence) has the same key
+        self.key = key
+        #: the columns of ``rule.head`` that hold few distinct values (:func:`low_columns`)
+        self.low = low
+
+
+def factor(
+    rule: ir.Rule, small: Callable[[str], bool], seeds: Collection[str] = (),
+    low: Mapping[str, frozenset[int]] | None = None,
+) -> list[Part]:
+    """Eager projection of small sub-joins: the pairs of positive atoms of ``rule`` over
+    ``small`` relations that are linked by *local* variables (read by no other literal nor the
+    head; not only few-valued ones, see :func:`low_columns`), and share no many-valued
+    variable with a seed (the demand reaches those atoms directly: joined from the seed's
+    bindings, they stay as few as the demand). Joined once and de-duplicated, such a pair is
+    read by the rest of the rule once instead of once per path through it:
+    ``p(U, O) :- seed(P, O), anc(A, O), holds(U, R), grant(R, P, A)`` joins ``anc`` with
+    the distinct ``(U, P, A)`` of ``holds ⋈ grant``, not with every role ``R`` linking them.
+    :func:`with_parts` puts the pairs kept in the rule; whether the pair's join is small
+    enough is for the caller to judge (a pair linked through a variable of one value is a
+    cross product)."""
+    low = low or {}
+    uses: dict[str, set[int]] = {}  # variable -> body positions reading it (-1: the head)
+    for t in rule.head.args:
+        if isinstance(t, ir.Var):
+            uses.setdefault(t.name, set()).add(-1)
+    for i, lit in enumerate(rule.body):
+        terms: tuple[ir.Term, ...] = (lit.atom.args if isinstance(lit, ir.Neg) else
+                                      lit.args if isinstance(lit, ir.Atom) else
+                                      (lit.left, lit.right))
+        for t in terms:
+            if isinstance(t, ir.Var) and not is_anon(t):
+                uses.setdefault(t.name, set()).add(i)
+
+    def high(i: int) -> set[str]:
+        """the many-valued variables of body atom ``i``"""
+        lit = rule.body[i]
+        assert isinstance(lit, ir.Atom)
+        cols = low.get(lit.rel, frozenset())
+        return {t.name for c, t in enumerate(lit.args)
+                if isinstance(t, ir.Var) and not is_anon(t) and c not in cols}
+
+    seeded: set[str] = set()
+    for i, lit in enumerate(rule.body):
+        if isinstance(lit, ir.Atom) and lit.rel in seeds:
+            seeded |= high(i)
+    cand = {i for i, lit in enumerate(rule.body)
+            if isinstance(lit, ir.Atom) and lit.rel not in seeds and small(lit.rel)
+            and not high(i) & seeded}
+    links: dict[tuple[int, ...], list[str]] = {}
+    for name, at in uses.items():
+        if len(at) >= 2 and at <= cand and all(name in high(i) for i in at):
+            links.setdefault(tuple(sorted(at)), []).append(name)
+    # the pairs, each atom in one pair at most (an atom linked to two others stays)
+    linked: dict[int, int] = {}
+    for pos in links:
+        for i in pos:
+            linked[i] = linked.get(i, 0) + 1
+    parts: list[Part] = []
+    for pos, names in links.items():
+        if len(pos) != 2 or any(linked[i] != 1 for i in pos) or len(rule.body) == 2:
+            continue  # (a rule of the pair alone already is its join, de-duplicated)
+        outer: list[str] = []  # the pair's variables read elsewhere, in order of occurrence
+        for i in pos:
+            lit = rule.body[i]
+            assert isinstance(lit, ir.Atom)
+            for t in lit.args:
+                if (isinstance(t, ir.Var) and not is_anon(t) and t.name not in outer
+                        and not uses[t.name] <= set(pos)):
+                    outer.append(t.name)
+        lowcols = frozenset(k for k, name in enumerate(outer)
+                            if not any(name in high(i) for i in pos))
+        body = tuple(rule.body[i] for i in pos)
+        head = ir.Atom(f"{rule.name}__part", tuple(ir.Var(n) for n in outer))
+        parts.append(Part(ir.Rule(rule.index, head.rel, head, body), pos, tuple(names),
+                          _canonical(head, body), lowcols))
+    return parts
+
+
+def with_parts(rule: ir.Rule, parts: Mapping[str, Part]) -> ir.Rule:
+    """``rule`` with each part's two atoms replaced by one atom over the relation it is
+    given (the relation's columns: the part's head variables)."""
+    replace: dict[int, ir.Atom | None] = {}
+    for rel, part in parts.items():
+        first, *rest = part.positions
+        replace[first] = ir.Atom(rel, part.rule.head.args)
+        for i in rest:
+            replace[i] = None
+    body: list[ir.Lit] = []
+    for i, lit in enumerate(rule.body):
+        got = replace.get(i, lit) if i in replace else lit
+        if got is not None:
+            body.append(got)
+    return ir.Rule(rule.index, rule.name, rule.head, tuple(body), rule.doc, rule.span,
+                   rule.labelled)
+
+
+def _canonical(head: ir.Atom, body: tuple[ir.Lit, ...]) -> tuple[Any, ...]:
+    """a pair's atoms and outer variables with the variables numbered by first occurrence"""
+    names: dict[str, int] = {}
+
+    def term(t: ir.Term) -> Any:
+        if isinstance(t, ir.Const):
+            return ("c", t.value)
+        if is_anon(t):
+            return ("_",)
+        return ("v", names.setdefault(t.name, len(names)))
+
+    atoms = tuple((lit.rel, tuple(term(t) for t in lit.args))
+                  for lit in body if isinstance(lit, ir.Atom))
+    return atoms, tuple(term(t) for t in head.args)

@@ -19,6 +19,12 @@ the coalesced rows that are new). Comparisons and assignments act on the values,
 intervals, as in the plain evaluator (spark_bridge/evaluator.py, whose value encoding this
 module shares).
 
+Few Spark jobs (:meth:`_Temporal.run`): the base facts are the driver's rows and a
+non-recursive stratum a lazy plan (no job); lazy relations still to be read are computed
+together, one job for all (:meth:`_Temporal.settle`), before a recursive stratum or when a
+plan grows past ``PLAN_LIMIT`` reads; a recursive stratum costs one job per round. So the
+jobs follow the recursion's rounds, not the number of strata (:class:`Jobs` counts them).
+
 Output columns: ``subject, operation, resource`` (the decision's three columns, as text),
 ``from_revision, from_time`` (the transaction that opened the interval; the period's first
 revision when it held already then: ``held_at_since`` true), ``until_revision, until_time``
@@ -29,19 +35,21 @@ under that policy; intervals that continue across it are one interval.
 
 from __future__ import annotations
 
+import os
 import tempfile
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from grantlog.engine.answer.periods import Period, Stretch, period
 from grantlog.engine.compile.restrict import restrict
-from grantlog.engine.core import ir, progress
+from grantlog.engine.core import arguments, ir, progress
 from grantlog.engine.core.terms import compare
 from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
 from . import encoding, planner
-from .evaluator import rel_cols
+from .evaluator import PLAN_LIMIT, rel_cols
 
 #: interval bounds beyond any revision (the gaps before the first and after the last
 #: interval of a negated row)
@@ -64,6 +72,12 @@ class _Temporal:
         self.program = stretch.program
         self.stretch = stretch
         self.full: dict[str, Any] = {}
+        #: relation -> about how many relation reads its lazy plan holds (1: computed)
+        self.weight: dict[str, int] = {}
+        #: relation -> its rows, when known (the driver's, or counted by :meth:`settle`)
+        self.sizes: dict[str, int] = {}
+        #: (frame, flag value) -> rows, of the last :meth:`settle`
+        self.counts: dict[tuple[Any, Any], int] = {}
 
     # -- relations --------------------------------------------------------------------------
 
@@ -81,6 +95,8 @@ class _Temporal:
                 for row, lo, hi in s.facts.get(rel, ())]
         rows += [(*(encoding.encode(v) for v in f.row), s.start, s.end) if f.row
                  else ("1", s.start, s.end) for f in self.program.facts if f.rel == rel]
+        if rel not in self.program.derived:
+            self.sizes[rel] = len(rows)
         return self.spark.createDataFrame(rows, self._schema(self.program.relations[rel].arity))
 
     def coalesce(self, df: Any, keys: list[str]) -> Any:
@@ -93,12 +109,6 @@ class _Temporal:
             "_g", F.sum("_s").over(w.rowsBetween(W.unboundedPreceding, 0)))
         return g.groupBy(*keys, "_g").agg(F.min("lo").alias("lo"), F.max("hi").alias("hi")) \
             .drop("_g")
-
-    def _keep(self, df: Any) -> Any:
-        """``df`` computed once (one job) and its lineage cut, so that the rules reading it
-        neither repeat nor re-analyse its plan (a lazy plan over a model's hundred rules
-        costs seconds of analysis per join)."""
-        return df.localCheckpoint(eager=True)
 
     # -- rules ------------------------------------------------------------------------------
 
@@ -185,24 +195,95 @@ class _Temporal:
             .drop("l2", "h2").filter(F.col("lo") < F.col("hi"))
         return free.unionByName(cut)
 
+    # -- materialization --------------------------------------------------------------------
+
+    def settle(self, frames: Mapping[Any, Any], flag: str | None = None) -> dict[Any, Any]:
+        """Every frame of ``frames`` (relation-shaped: ``c0..``, ``lo``, ``hi``; ``flag``: a
+        boolean column more) computed in ONE Spark job and its lineage cut: the frames go
+        into one tagged union (padded to the widest), locally checkpointed and counted per
+        tag (and per ``flag``) by the same job; each comes back as a filter of it. Sets
+        :attr:`counts` ``[(key, flag value)]`` (``flag`` None: ``[(key, None)]``)."""
+        F = self.F
+        keys = list(frames)
+        width = max(len(self._cols(frames[k])) for k in keys)
+        parts = []
+        for i, k in enumerate(keys):
+            cols = self._cols(frames[k])
+            parts.append(frames[k].select(
+                F.lit(i).alias("_r"), *[F.col(c).alias(f"x{j}") for j, c in enumerate(cols)],
+                *[F.lit(None).cast("string").alias(f"x{j}") for j in range(len(cols), width)],
+                "lo", "hi", *([flag] if flag else [])))
+        both = _union(parts)
+        # a union's partitions are its branches' (a hundred rules: a hundred tasks): fewer
+        n = max(self.spark.sparkContext.defaultParallelism, 1)
+        if both.rdd.getNumPartitions() > n:
+            both = both.coalesce(n)
+        kept = both.localCheckpoint(eager=False)
+        by = ["_r", *([flag] if flag else [])]
+        for row in kept.groupBy(*by).count().collect():  # the one job
+            self.counts[(keys[row["_r"]], row[flag] if flag else None)] = row["count"]
+        out = {}
+        for i, k in enumerate(keys):
+            cols = self._cols(frames[k])
+            out[k] = kept.filter(F.col("_r") == i).select(
+                *[F.col(f"x{j}").alias(c) for j, c in enumerate(cols)], "lo", "hi",
+                *([flag] if flag else []))
+        return out
+
+    @staticmethod
+    def _cols(df: Any) -> list[str]:
+        return [c for c in df.columns if c not in ("lo", "hi", "_new")]
+
+    def _settle_lazy(self, needed: set[str], say: Any = None) -> None:
+        """The lazy relations among ``needed`` computed together (one job)."""
+        lazy = {rel: self.full[rel] for rel in sorted(needed) if self.weight.get(rel, 1) > 1}
+        if lazy:
+            for rel, df in self.settle(lazy).items():
+                self.full[rel], self.weight[rel] = df, 1
+                self.sizes[rel] = self.counts.get((rel, None), 0)  # none: no rows
+            if say is not None:
+                say("computed " + ", ".join(f"{rel} ({self.sizes[rel]})" for rel in lazy))
+
+    def _weight(self, st: ir.Stratum) -> int:
+        """About how many relation reads a stratum's lazy plan holds: its rules' reads, each
+        counted with the reads of the lazy plan it reads (a negated one three times: the
+        gaps between its intervals read it again)."""
+        return 1 + sum(self.weight.get(lit.rel, 1) if isinstance(lit, ir.Atom)
+                       else 3 * self.weight.get(lit.atom.rel, 1)
+                       for i in st.rules for lit in self.program.rules[i].body
+                       if isinstance(lit, ir.Atom | ir.Neg))
+
     # -- strata -----------------------------------------------------------------------------
 
     def run(self, say: Any = None) -> Any:
-        """Every stratum of the decision relation's cone; returns its rows (coalesced)."""
+        """Every stratum of the decision relation's cone; returns its rows (coalesced).
+
+        Spark jobs: none for the base relations (the driver's rows) and none for a
+        non-recursive stratum (its plan stays lazy, as spark_bridge/evaluator.py's do); the
+        lazy relations still to be read are computed together, in one job, before a
+        recursive stratum (whose rounds would each recompute them) or when a stratum's plan
+        would read more than :data:`PLAN_LIMIT` relations; a recursive stratum costs one
+        job per semi-naive round (all its relations at once)."""
         program = self.program
         for rel in program.relations:
             if rel not in program.derived:
-                self.full[rel] = self._keep(self._base(rel))
-        for st in program.strata:
-            self._stratum(st)
+                self.full[rel] = self._base(rel)
+        reads = [{a.rel for i in st.rules for a in _atoms(program.rules[i])}
+                 for st in program.strata]
+        for k, st in enumerate(program.strata):
+            if st.recursive or self._weight(st) > PLAN_LIMIT:
+                lazy = set(self.full) & (set().union(*reads[k:]) | {program.decision})
+                self._settle_lazy(lazy, say)
+            self._stratum(st, self._weight(st))
             if say is not None:
                 say(f"stratum {st.index}: {', '.join(st.relations)}")
         return self.full[program.decision]
 
-    def _stratum(self, st: ir.Stratum) -> None:
+    def _stratum(self, st: ir.Stratum, weight: int) -> None:
         """A stratum's relations: the union of their rules' rows (``distinct``: a row's
-        intervals need not be merged to be exact); a recursive stratum runs semi-naively on
-        coalesced rows, one job per round (the deltas' rows counted together)."""
+        intervals need not be merged to be exact), lazy; a recursive stratum runs
+        semi-naively on coalesced rows, one job per round (:meth:`settle`: every relation
+        of the stratum, each row flagged new or not, the new ones counted)."""
         program = self.program
         mine = frozenset(st.relations)
         cols = {rel: rel_cols(program.relations[rel].arity) for rel in mine}
@@ -219,26 +300,43 @@ class _Temporal:
                     start[rule.head.rel].append(df)
         if not later:
             for rel in mine:
-                self.full[rel] = self._keep(_union(start[rel]).distinct())
+                self.full[rel] = _union(start[rel]).distinct()
+                self.weight[rel] = weight
             return
-        for rel in mine:
-            self.full[rel] = self._keep(self.coalesce(_union(start[rel]), cols[rel]))
-        delta = dict(self.full)
+        F = self.F
+        first = {rel: self.coalesce(_union(start[rel]), cols[rel])
+                 .withColumn("_new", F.lit(True)) for rel in mine}
+        rows = self.settle(first, "_new")
         while True:
+            self.full.update({rel: rows[rel].drop("_new") for rel in mine})
+            self.weight.update(dict.fromkeys(mine, 1))
+            fresh = {rel for rel in mine if self.counts.get((rel, True))}
+            if not fresh:
+                return
+            delta = {rel: rows[rel].filter("_new").drop("_new") for rel in fresh}
             found: dict[str, list[Any]] = {rel: [self.full[rel]] for rel in mine}
             for rule in later:
                 for plan in planner.plans(rule, mine):
-                    if plan.delta_literal is not None:
+                    if plan.delta_literal is not None and plan.delta_rel in fresh:
                         df = self.rule_df(plan, self.full, delta)
                         if df is not None:
                             found[rule.head.rel].append(df)
-            new = {rel: self._keep(self.coalesce(_union(found[rel]), cols[rel])) for rel in mine}
-            delta = {rel: self._keep(new[rel].subtract(self.full[rel])) for rel in mine}
-            counted = _union([d.select(self.F.lit(1).alias("n")) for d in delta.values()])
-            more = counted.limit(1).count()
-            self.full.update(new)
-            if not more:
-                return
+            # a coalesced row is new unless the round before had it, interval and all
+            nxt = {}
+            for rel in mine:
+                keys = [*cols[rel], "lo", "hi"]
+                had = self.full[rel].select(*keys).withColumn("_had", F.lit(True))
+                nxt[rel] = self.coalesce(_union(found[rel]), cols[rel]) \
+                    .join(had, on=keys, how="left") \
+                    .select(*keys, F.col("_had").isNull().alias("_new"))
+            self.counts.clear()
+            rows = self.settle(nxt, "_new")
+
+
+def _atoms(rule: ir.Rule) -> list[ir.Atom]:
+    """The atoms a rule's body reads, negated ones included."""
+    return [lit.atom if isinstance(lit, ir.Neg) else lit for lit in rule.body
+            if isinstance(lit, ir.Atom | ir.Neg)]
 
 
 def _union(dfs: list[Any]) -> Any:
@@ -284,17 +382,34 @@ def intervals(spark: Any, p: Period, say: Any = None) -> Any:
         (F.col("lo") == p.first).alias("held_at_since"))
 
 
-def review(r: Any, spark: Any, output: str, since: object = None,
-           until: object = None) -> tuple[Period, int]:
-    """Write the whole-platform review of ``r``'s store between ``since`` and ``until`` to
-    the Parquet directory ``output``; returns the period and how many intervals."""
+def prepare(r: Any, since: object = None, until: object = None,
+            output: str | None = None) -> Period:
+    """The period a review of ``r``'s store covers, with every argument checked, before any
+    Spark session is needed: the decision relation's shape (``unsupported-feature``),
+    ``since``/``until`` (``bad-argument``, as :func:`~engine.answer.periods.period` reads
+    them) and ``output`` (``bad-argument``: the review replaces a directory's contents, so it
+    is a new or empty directory, or a review written before: one with Spark's ``_SUCCESS``)."""
     decision = r.program.decision
     if r.program.relations[decision].arity != 3:
         raise GrantlogError([error(
             "unsupported-feature", f"the decision relation `{decision}` does not take "
             "(subject, operation, resource)", NO_SPAN,
             "declare a decision relation of three columns")])
-    p = period(r, since, until)
+    if output is not None and os.path.lexists(output) and not (
+            os.path.isdir(output) and (not os.listdir(output)
+                                       or os.path.exists(os.path.join(output, "_SUCCESS")))):
+        raise arguments.bad_argument(
+            "output", "a new directory, an empty one or an earlier review's", output,
+            "name a new directory: the review replaces what the directory holds")
+    return period(r, since, until)
+
+
+def review(r: Any, spark: Any, output: str, since: object = None,
+           until: object = None, *, checked: Period | None = None) -> tuple[Period, int]:
+    """Write the whole-platform review of ``r``'s store between ``since`` and ``until`` to
+    the Parquet directory ``output``; returns the period and how many intervals.
+    ``checked``: the period :func:`prepare` returned for these arguments (not read twice)."""
+    p = prepare(r, since, until, output) if checked is None else checked
     with progress.task("reviewing on Spark", len(p.stretches), "stretch") as advance:
         df = intervals(spark, p, lambda line: advance(0, postfix=line))
         df = df.persist()
@@ -303,6 +418,35 @@ def review(r: Any, spark: Any, output: str, since: object = None,
         df.unpersist()
         advance(len(p.stretches))
     return p, n
+
+
+class Jobs:
+    """The Spark jobs (and their stages, skipped ones included) that the code inside ``with
+    Jobs(spark) as j:`` ran from this thread: ``j.jobs``, ``j.stages`` (a job group of its own,
+    read back from the status tracker; the caller's group is restored after)."""
+
+    def __init__(self, spark: Any) -> None:
+        self.sc = spark.sparkContext
+        self.group = f"grantlog-review-{uuid.uuid4().hex}"
+        self.jobs = self.stages = 0
+        self._was: tuple[str | None, ...] = ()
+
+    def __enter__(self) -> Jobs:
+        self._was = tuple(self.sc.getLocalProperty(k) for k in _GROUP)
+        self.sc.setJobGroup(self.group, "grantlog review")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for k, v in zip(_GROUP, self._was, strict=True):
+            self.sc.setLocalProperty(k, v)
+        tracker = self.sc.statusTracker()
+        ids = tracker.getJobIdsForGroup(self.group)
+        self.jobs = len(ids)
+        self.stages = sum(len(info.stageIds) for info in map(tracker.getJobInfo, ids) if info)
+
+
+#: the local properties a job group sets
+_GROUP = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 
 
 def session(master: str = "local[*]") -> Any:
@@ -321,4 +465,4 @@ def session(master: str = "local[*]") -> Any:
     return spark
 
 
-__all__ = ["COLUMNS", "intervals", "review", "session"]
+__all__ = ["COLUMNS", "Jobs", "intervals", "prepare", "review", "session"]

@@ -143,8 +143,11 @@ def test_what_a_kept_relation_reads_is_kept_too(tmp_path: Path) -> None:
 
 
 def test_the_shipped_models_keep_their_annotated_choice() -> None:
+    # onehouse's grants checked against the types they may be set on, and its group
+    # memberships (a listing or a Member role on a group): filters of stored facts (rule 3)
     for model, extra in [("gravitino", {"grant"}), ("cdap_parent", set()),
-                         ("cdap_entity", set()), ("onehouse", set()),
+                         ("cdap_entity", set()),
+                         ("onehouse", {"grant_in_scope", "group_member"}),
                          ("three_tier", {"user_permission", "global_grants"})]:
         p = grantlog.compile(paths=[str(ROOT / "rules" / f"{model}.gl")])
         assert materialized(p) == {"holds"} | extra, model

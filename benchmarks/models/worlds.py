@@ -9,6 +9,10 @@ same users:
 
 * ``shipped``: the workload itself, for rules/gravitino.gl;
 * ``renamed``: the same facts with every relation renamed (:data:`RENAMES`) for renamed.gl;
+* ``bare``: the same facts for renamed.gl without its ``@materialize`` / ``@demand``
+  annotations (:func:`bare_text`): the Gravitino model as written by someone who never read
+  the prelude's, whose split of kept and on-demand relations is the materialization
+  policy's alone (engine/compile/materialize.py);
 * ``unary``: unary types (``catalog(X)``...), ``parent(child, parent)``, ``permit`` /
   ``forbid`` grants to roles, ``member_of`` and ``assigned`` for unary.gl;
 * ``twotrees``: ``resource(id, kind)`` with ``encloses(outer, inner)``; every role becomes a
@@ -38,6 +42,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -46,10 +51,11 @@ if str(HERE.parent) not in sys.path:
 
 import gravitino_workload as gw  # noqa: E402
 
-MODELS = ("shipped", "renamed", "unary", "twotrees")
-#: the rule file of each model
+MODELS = ("shipped", "renamed", "unary", "twotrees", "bare")
+#: the rule file of each model (``bare``: renamed.gl read through :func:`bare_text`)
 RULES = {"shipped": ROOT / "rules" / "gravitino.gl", "renamed": HERE / "renamed.gl",
-         "unary": HERE / "unary.gl", "twotrees": HERE / "twotrees.gl"}
+         "unary": HERE / "unary.gl", "twotrees": HERE / "twotrees.gl",
+         "bare": HERE / "renamed.gl"}
 #: the line of renamed.gl after which its own test blocks start (the part above is generated)
 OWN_TESTS = "// ---- tests of the renamed model (written by hand) "
 
@@ -119,11 +125,18 @@ def renamed_file_text(own_tests: str) -> str:
     return format_text(renamed_model_text() + own_tests, str(RULES["renamed"]))
 
 
+def bare_text() -> str:
+    """renamed.gl without its ``@materialize`` and ``@demand`` annotations (the ``bare``
+    model: which relations are kept is left to the materialization policy)."""
+    text = RULES["renamed"].read_text(encoding="utf-8")
+    return re.sub(r"^@(?:materialize|demand) ", "", text, flags=re.M)
+
+
 # -- the worlds ---------------------------------------------------------------------------------
 
 #: the table-loading operation of each model (the one the benchmark lists and checks)
 LOAD = {"shipped": "load_table", "renamed": "load_table", "unary": "load_table",
-        "twotrees": "read_table"}
+        "twotrees": "read_table", "bare": "load_table"}
 #: the probe users and the size of their ``load_table`` answers' target
 PROBES = ("probe_small", "probe_medium", "probe_all")
 
@@ -144,6 +157,14 @@ class World:
     @property
     def load(self) -> str:
         return LOAD[self.model]
+
+    def program(self) -> Any:
+        """The model compiled (a ``grantlog.Program``; ``bare``: :func:`bare_text`)."""
+        import grantlog
+
+        path = str(self.rules)
+        files = {path: bare_text()} if self.model == "bare" else None
+        return grantlog.compile(paths=[path], files=files)
 
     @property
     def n_facts(self) -> int:
@@ -250,7 +271,7 @@ def translate(model: str, w: gw.Workload, probes: dict[str, int]) -> World:
     """``w`` as ``model``'s facts."""
     if model == "shipped":
         facts = w.facts
-    elif model == "renamed":
+    elif model in ("renamed", "bare"):
         facts = renamed_facts(w)
     elif model == "unary":
         facts = unary_facts(w)

@@ -282,11 +282,14 @@ class Search:
                 known = any(self.bound(t, env) for t in lit.args) or not lit.args
                 # one with matching rows first: it binds variables an assumed fact needs (a
                 # relation answered on demand is not probed ahead: a partial lookup may
-                # evaluate a lot of rules); of those, the hierarchy's closure asked upward
-                # from a known object first (its rows: the object's ancestors)
-                probe = known and lit.rel not in self.virtual
+                # evaluate a lot of rules, but for the hierarchy's closure asked upward from
+                # a known object: its rows are the object's ancestors); of those, that
+                # closure first, before a kept relation's rows (whether the model keeps
+                # ``owns(U, O)`` or answers it on demand, the object's ancestors come first)
+                up = self.upward(lit, env)
+                probe = known and (lit.rel not in self.virtual or up)
                 rank = ((2 if probe and self.rows(lit.rel, lit.args, env) else 3)
-                        if known else 4, free - (1 if self.upward(lit, env) else 0))
+                        if known else 4, free - (1 if up else 0))
             if rank is not None and (best is None or rank < best[0]):
                 best = (rank, i)
         return None if best is None else best[1]

@@ -248,18 +248,25 @@ UPPER_MAX = 20_000
 
 def unnested(t: Any, h: Hierarchy) -> bool:
     """Whether no object of type ``t`` lies below another (each resource then has at most
-    one ``t``-ancestor-or-self)."""
+    one ``t``-ancestor-or-self). Each object's ancestors are walked up to those found
+    already with no ``t``-object at or above them: the schemas of a catalog ask it once."""
+    clear: set[Any] = set()  # objects with no t-object at or above them
     for x in h.of_type(t):
         seen = {x}
-        todo = h.parents(x)
+        todo = [p for p in h.parents(x) if p not in clear]
+        cycle = False  # x is its own ancestor
         while todo:
             p = todo.pop()
             if p in seen:
+                cycle = cycle or p == x
                 continue
             seen.add(p)
             if t in h.types(p):
                 return False
-            todo.extend(h.parents(p))
+            todo.extend(q for q in h.parents(p) if q not in clear)
+        if not cycle:  # x, a t-object, is above none of them: they are clear of one
+            seen.discard(x)
+            clear |= seen
     return True
 
 

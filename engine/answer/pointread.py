@@ -183,6 +183,28 @@ class _Full(dict[str, Any]):
         return self[rel]
 
 
+def selective(source: ir.Program, plans: DemandPlans, rel: str, cols: tuple[int, ...]) -> int:
+    """Among ``cols``, the column of ``rel`` with the most distinct values (by the plans'
+    statistics; the first without them): the one a point read looks up by."""
+    stats = plans.stats
+    if stats is None or rel not in source.relations:
+        return cols[0]
+    return max(cols, key=lambda c: (stats.distinct(rel, c), -c))
+
+
+def planned(r: Any, program: ir.Program) -> tuple[ir.Program, dict[str, dict[ir.Row, None]],
+                                                  _Plans]:
+    """:func:`on_demand` of ``program``, its plans ordered by the statistics of ``r`` (the
+    live reasoner's facts: planned once per program)."""
+    got = on_demand(program)
+    p, _, plans = got
+    if plans.stats is None:
+        db = r._database()
+        plans.use(statistics(p, db.full, db.index, r._kept))
+        plans.measure(r.program, db.full, db.index)
+    return got
+
+
 class PastView:
     """The facts at one revision, read through a :class:`PointReader` as checks need them,
     and a context to evaluate checks over them."""
@@ -220,10 +242,7 @@ class PastView:
         plans' statistics; the first without them)."""
         got = self._selective.get((rel, cols))
         if got is None:
-            stats = self.plans.stats
-            got = self._selective[(rel, cols)] = cols[0] if stats is None \
-                or rel not in self.source.relations \
-                else max(cols, key=lambda c: (stats.distinct(rel, c), -c))
+            got = self._selective[(rel, cols)] = selective(self.source, self.plans, rel, cols)
         return got
 
     def rows(self, rel: str) -> list[ir.Row]:
@@ -281,11 +300,8 @@ def check(r: Any, revision: int, program: ir.Program, args: tuple[Any, ...],
         reader = None if make is None else make(revision)
         if reader is None or not usable(program, reader):
             return None, None
+        planned(r, program)  # planned once, by the live reasoner's statistics
         view = PastView(program, reader)
-        if view.plans.stats is None:  # planned once, by the live reasoner's statistics
-            db = r._database()
-            view.plans.use(statistics(view.program, db.full, db.index, r._kept))
-            view.plans.measure(r.program, db.full, db.index)
     rel = view.program.decision
     if rel not in view.program.relations or view.program.relations[rel].arity != 3:
         return None, None  # the rebuilt reasoner's error

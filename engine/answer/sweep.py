@@ -10,6 +10,7 @@ from the edge's.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from itertools import chain, compress, filterfalse, repeat
 from operator import is_not, itemgetter, not_, or_
 from typing import Any
@@ -40,25 +41,39 @@ class Sweep:
                 untyped_far: bool, out: list[Any]) -> None:
         """The admitted descendants of a node (``kids`` its children) with nothing named
         below it: children whose type is in ``near`` (untyped ones: ``untyped_near``),
-        deeper ones whose type is in ``far``; a level at a time."""
+        deeper ones whose type is in ``far``; a level at a time, each node's children in
+        value order (:func:`in_order`)."""
         down_get, one_child = self._down  # one_child: each parent's only row
         child = itemgetter(self._kid)  # a child's column in an edge row
-        level, ok, untyped = kids, near, untyped_near
+
+        def ordered(bucket: Iterable[Any]) -> list[Any]:
+            return in_order(list(map(child, bucket)))
+
+        level, ok, untyped = in_order(kids), near, untyped_near
         above: list[Any] | None = None  # the level above, when ``level`` is all its children
         while level:
-            out.extend(self.admitted(level, ok, untyped))
-            buckets = filter(None, map(down_get, self.with_children(level, above)))
-            above, level = level, list(map(
-                child, buckets if one_child else chain.from_iterable(buckets)))
+            out.extend(self.admitted(level, ok, untyped, above))
+            parents = self.with_children(level, above)
+            if parents is not level:  # found from the edge's side: put back in order
+                parents = in_order(parents)
+            buckets = filter(None, map(down_get, parents))
+            above, level = level, (list(map(child, buckets)) if one_child else
+                                   list(chain.from_iterable(map(ordered, buckets))))
             ok, untyped = far, untyped_far
 
-    def admitted(self, level: list[Any], ok: set[Any], untyped: bool) -> Iterable[Any]:
+    def admitted(self, level: list[Any], ok: set[Any], untyped: bool,
+                 above: list[Any] | None = None) -> Iterable[Any]:
         """The objects of ``level`` whose type is in ``ok`` (and the untyped ones when
-        ``untyped``), in order."""
+        ``untyped``), in order. ``above``: the objects whose children ``level`` is, all of
+        them (None: not so)."""
         if not ok and not untyped:
             return ()
         out = self.excluded(len(level), ok, untyped)
         if out is not None:  # a few to leave out: no type read per object
+            if above is not None and 2 * len(out) < len(level):
+                out = self.among(out, above)  # those of this level: often none
+                if not out:
+                    return level
             return filterfalse(out.__contains__, level)
         get, one = self._types
         if not self._kinds:
@@ -124,9 +139,20 @@ class Sweep:
         got: set[Any] | None = self.cache.get(("untyped",))
         if got is None:
             typed = ([self._ctx.base_index(self._type, (0,))] if not self._kinds else
-                     [self._ctx.base_index(k, (0,)) for k in self._kinds])
-            got = self.cache[("untyped",)] = set(self._up_ix).difference(*typed)
+                     sorted((self._ctx.base_index(k, (0,)) for k in self._kinds),
+                            key=len, reverse=True))  # the most objects first
+            # the objects with a parent but those typed (a set operation of the keys' views:
+            # no set of every object built)
+            got = self._up_ix.keys() - typed[0].keys()
+            got = self.cache[("untyped",)] = got.difference(*typed[1:])
         return got
+
+    def among(self, objects: set[Any], above: list[Any]) -> set[Any]:
+        """Those of ``objects`` whose parent is one of ``above`` (in a tree: the ones in
+        the level of ``above``'s children, found without reading that level)."""
+        up_get, par = self._up[0], self._par
+        parents = set(above)
+        return {x for x in objects if (row := up_get(x)) is not None and row[par] in parents}
 
     def with_children(self, level: list[Any], above: list[Any] | None) -> list[Any]:
         """The objects of ``level`` that may have children. ``above``: the objects whose
@@ -138,3 +164,13 @@ class Sweep:
             return level
         up_get, par, among = self._up[0], self._par, set(above)
         return [q for q in inner if (row := up_get(q)) is not None and row[par] in among]
+
+
+def in_order(values: list[Any]) -> list[Any]:
+    """``values`` sorted (as they are when values of different kinds do not compare). The
+    walk visits each node's children so: where names follow the tree (a table named after
+    its schema) its answer comes out sorted, and sorting it is one linear pass (a million
+    tables: ~30 ms, against 0.2-0.3 s for the children in the edge's row order)."""
+    with suppress(TypeError):
+        values.sort()
+    return values

@@ -21,6 +21,7 @@ from ..compile.restrict import cone
 from ..core import arguments, ir
 from ..core.journal import VALID
 from ..core.results import Changes
+from . import timed
 from .explain import Explanation
 from .history import Edge, Interval, _build, past, span
 
@@ -165,6 +166,9 @@ def timeline(r: Reasoner, subject: str, operation: str, resource: str,
     opened or closed it: :func:`keyed` with one key."""
     arguments.question(arguments.DECIDED, (subject, operation, resource))
     asked = (subject, operation, resource)
+    over = timed.decided(r, (0, 1, 2), asked, since, until)  # over revision intervals
+    if over is not None:
+        return over.intervals(asked)
 
     def start(live: Reasoner) -> set[Key]:
         return {()} if live.check(subject, operation, resource) else set()
@@ -183,6 +187,10 @@ def resource_timeline(r: Reasoner, operation: str, resource: str, since: object 
     (revisions or times, as ``timeline`` takes them), each interval tied to the transactions
     that opened and closed it."""
     arguments.question(("operation", "resource"), (operation, resource))
+    of: dict[str, ir.Value] = {"operation": operation, "resource": resource}
+    over = timed.decided(r, (1, 2), (operation, resource), since, until)
+    if over is not None:
+        return _over(over, of, ("subject",), lambda row: (row[0],))
 
     def start(live: Reasoner) -> set[Key]:
         return {(s,) for s in live.who(operation, resource)}
@@ -190,8 +198,7 @@ def resource_timeline(r: Reasoner, operation: str, resource: str, since: object 
     def select(row: ir.Row) -> Key | None:
         return (row[0],) if row[1] == operation and row[2] == resource else None
 
-    return keyed(r, {"operation": operation, "resource": resource}, ("subject",), since,
-                  until, start, select)
+    return keyed(r, of, ("subject",), since, until, start, select)
 
 
 def subject_timeline(r: Reasoner, subject: str, operation: str | None = None,
@@ -215,7 +222,19 @@ def subject_timeline(r: Reasoner, subject: str, operation: str | None = None,
     of: dict[str, ir.Value] = {"subject": subject}
     if operation is not None:
         of["operation"] = operation
+    over = timed.decided(r, (0,) if operation is None else (0, 1),
+                         (subject,) if operation is None else (subject, operation), since,
+                         until)
+    if over is not None:
+        return _over(over, of, ("operation", "resource"), lambda row: (row[1], row[2]))
     return keyed(r, of, ("operation", "resource"), since, until, start, select)
+
+
+def _over(over: timed.Decided, of: dict[str, ir.Value], names: tuple[str, ...],
+          key: Callable[[ir.Row], Key]) -> AccessTimeline:
+    """The timeline of every key from decision rows evaluated over revision intervals."""
+    return AccessTimeline(of, names, over.first, over.last,
+                          {key(row): over.intervals(row) for row in over.rows})
 
 
 def keyed(r: Reasoner, of: dict[str, ir.Value], names: tuple[str, ...], since: object,
@@ -236,7 +255,8 @@ def keyed(r: Reasoner, of: dict[str, ir.Value], names: tuple[str, ...], since: o
         c = committed.get(rev)
         return None if c is None else c.committed_at
 
-    clock = when(first) if first in committed else when(min(committed)) if committed else None
+    clock = when(first) if first in committed else journal.committed_at(first) or (
+        when(min(committed)) if committed else None)  # the horizon's, after a compaction
 
     def build(rev: int, at: float | None) -> tuple[ir.Program, Reasoner]:
         program, live = _build(r, rev, at)
@@ -281,6 +301,8 @@ def keyed(r: Reasoner, of: dict[str, ir.Value], names: tuple[str, ...], since: o
                  if rel not in ch.derived_relations}).lines())
             for ch in seen:
                 feed(ch, Edge(rev, due, passed=lines))
+        if until_t is not None and until_t > c.now:  # no edge left before it: the clock
+            c.move(until_t)  # is then (a transaction's intervals are read at its commit)
 
     rev = first
     for e in journal.since(first):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ..core import ir
-from ..core.suggest import closest
+from ..core.suggest import Names
 
 Column = tuple[str, int]
 H = TypeVar("H", bound=Hashable)
@@ -379,16 +379,16 @@ class ColumnAnalysis:
 
 
 class Suggester:
-    """"Did you mean" over a fixed set of names (engine/core/suggest.py's :func:`closest`:
+    """"Did you mean" over a fixed set of names (engine/core/suggest.py's :class:`Names`:
     rapidfuzz's ratio, difflib's measure, ≥ 0.6), the names sorted once for the calls that
     share them."""
 
     def __init__(self, names: Iterable[ir.Value], cutoff: float = 0.6) -> None:
         self.cutoff = cutoff * 100
-        self.names = sorted({n for n in names if isinstance(n, str)})
+        self.names = Names(names)  # sorted (and indexed) once, not per word
 
     def best(self, word: str) -> str | None:
-        return closest(word, self.names, self.cutoff)
+        return self.names.closest(word, self.cutoff)
 
 
 def column_analysis(program: ir.Program) -> ColumnAnalysis:

@@ -15,7 +15,7 @@ relation in memory (it and what it depends on), ``@demand`` forces a relation vi
 ``@writable`` lets writes give facts of a derived relation (compile/checks.py refuses a fact of
 a derived relation without it, and so does every write: ``ir.Program.write_refusal``).
 
-**The policy** (:func:`walked_closures`, :func:`small_joins`; the reason for each relation:
+**The policy** (:func:`walked_closures`, :func:`kept_joins`; the reason for each relation:
 :func:`reasons`, shown by ``grantlog plan``; docs/evaluation.md). Read
 off the model's structure, so that a model written from scratch is kept in memory where the
 shipped models' annotations keep theirs:
@@ -41,6 +41,18 @@ shipped models' annotations keep theirs:
    (subject × object), a join of a subject's attributes with data rows (four columns) and
    anything over the types do not: ``@materialize`` them when they are small. Only with a
    3-column decision relation (else no subject and resource are known).
+3. *A filter of stored facts is kept.* A derived relation outside recursion (and not built on
+   the decision relation) whose every rule reads one stored relation that binds the head's
+   subjects and objects (a base relation outside the hierarchy, or one kept by 1-2 or an
+   annotation): the other atoms only test its rows (an object's type, a privilege supported
+   there, a known condition) or add an attribute to them (a deprecated privilege's
+   replacement: a column whose values flow neither into the decision's subject nor into its
+   resource), joined through shared variables. Its rows are at most the stored relation's,
+   whatever the objects: grants checked against the types they are set on, the shipped
+   model's ``grant``, which the prelude's models annotate and a model written from scratch
+   does not. Where every column is one class (Gravitino's users, roles and tables are all
+   objects), rule 2 cannot tell a subject's holdings from subject × object; this rule needs
+   only the stored relation as the bound. Only with a 3-column decision relation.
 
 The annotations override the policy: ``@materialize`` on a closure keeps it whole, ``@demand``
 on a subject's holdings leaves them on demand.
@@ -118,8 +130,9 @@ def analyse(program: ir.Program) -> list[Diagnostic]:
              for r in st.relations} - walked
     why = {r: ANNOTATED for r in forced & derived}
     why.update((r, RECURSIVE) for r in seeds if r not in why)
-    small = small_joins(program, above | demand | walked, seeds | forced, deps)
-    why.update((r, SMALL) for r in small if r not in why)
+    kept = kept_joins(program, above | demand | walked, seeds | forced, deps)
+    why.update((r, w) for r, w in kept.items() if r not in why)
+    small = set(kept)
     materialized = (seeds | forced | small) - demand
     stack = sorted(materialized)
     while stack:
@@ -145,6 +158,7 @@ def analyse(program: ir.Program) -> list[Diagnostic]:
 ANNOTATED = "`@materialize`"
 RECURSIVE = "policy: recursive, not built on the decision relation"
 SMALL = "policy: a subject's holdings, joined from memberships and assignments"
+FILTER = "policy: a filter of stored facts, at most as many rows as they"
 NEEDED = "read by a materialized relation"
 WALKED = "policy: the hierarchy's closure is walked, not kept"
 REASONS = "materialize:reasons"
@@ -152,10 +166,11 @@ REASONS = "materialize:reasons"
 
 def reasons(program: ir.Program) -> dict[str, str]:
     """Why each materialized derived relation is (:data:`ANNOTATED`, :data:`RECURSIVE`,
-    :data:`SMALL`, :data:`NEEDED`), and the hierarchy closures the policy leaves to a walk
-    (:data:`WALKED`); a relation made virtual by ``@demand`` or by default is not listed. Kept
-    by :func:`analyse`; for a program it did not analyse, computed on a copy (this one's
-    ``virtual`` is left as it is). Only what agrees with ``program.virtual`` now is given."""
+    :data:`SMALL`, :data:`FILTER`, :data:`NEEDED`), and the hierarchy closures the policy
+    leaves to a walk (:data:`WALKED`); a relation made virtual by ``@demand`` or by default is
+    not listed. Kept by :func:`analyse`; for a program it did not analyse, computed on a copy
+    (this one's ``virtual`` is left as it is). Only what agrees with ``program.virtual`` now
+    is given."""
     got = program.compiled.get(REASONS)
     if not isinstance(got, dict):
         twin = replace(program, compiled=dict(program.compiled))
@@ -181,15 +196,16 @@ def walked_closures(program: ir.Program) -> set[str]:
     return out
 
 
-def small_joins(program: ir.Program, excluded: set[str], materialized: set[str],
-                deps: dict[str, list[str]]) -> set[str]:
-    """Rule 2 of the policy: the non-recursive derived relations outside ``excluded`` that
-    are small joins (module doc), reading only ``materialized`` relations, base relations
-    and each other."""
+def kept_joins(program: ir.Program, excluded: set[str], materialized: set[str],
+               deps: dict[str, list[str]]) -> dict[str, str]:
+    """Rules 2 and 3 of the policy: the non-recursive derived relations outside ``excluded``
+    that are a subject's holdings (:data:`SMALL`) or filters of stored facts
+    (:data:`FILTER`; module doc), reading only ``materialized`` relations, base relations and
+    each other; each with its reason."""
     decision = program.relations.get(program.decision)
     derived = program.derived
     if decision is None or decision.arity != 3 or program.decision not in derived:
-        return set()
+        return {}
     h = hierarchy_roles(program)
     objects = h.stored | h.closures
     recursive = recursive_components(program)
@@ -209,8 +225,11 @@ def small_joins(program: ir.Program, excluded: set[str], materialized: set[str],
                 grown.add(u)
                 stack.append(u)
 
-    def fits(rel: str) -> bool:
-        if rel in excluded or rel in grown or rel in recursive or rel in materialized:
+    def candidate(rel: str) -> bool:
+        return not (rel in excluded or rel in recursive or rel in materialized)
+
+    def holdings(rel: str) -> bool:
+        if rel in grown:
             return False
         cls = [domain.find((rel, c)) for c in range(program.relations[rel].arity)]
         if len(cls) != 2 or subject not in cls:  # a subject's holdings: (subject, what)
@@ -219,13 +238,40 @@ def small_joins(program: ir.Program, excluded: set[str], materialized: set[str],
             return False
         return all(_connected(rule) for rule in program.rules_for(rel))
 
-    chosen = {r for r in derived if fits(r)}
+    chosen = {r: SMALL for r in sorted(derived) if candidate(r) and holdings(r)}
+    # rule 3: what a filter may read its rows from (the hierarchy's relations hold objects)
+    stored = ((set(program.relations) - derived) | materialized | set(chosen)) - objects
+
+    def filtered(rule: ir.Rule) -> bool:
+        """``rule`` reads a stored relation whose columns bind every head variable but
+        attributes of their own kind (a replacement value)."""
+        head = [(c, t.name) for c, t in enumerate(rule.head.args)
+                if isinstance(t, ir.Var) and not is_anon(t)]
+        for lit in rule.body:
+            if not isinstance(lit, ir.Atom) or lit.rel not in stored:
+                continue
+            bound = term_vars(lit.args, named=True)
+            kinds = {domain.find((lit.rel, c)) for c in range(len(lit.args))}
+            kinds -= {subject, resource}
+            if all(v in bound or domain.find((rule.head.rel, c)) in kinds for c, v in head):
+                return _connected(rule)
+        return False
+
+    def tests(rule: ir.Rule) -> bool:
+        """``rule`` reads more than one stored relation (else a lookup there is as cheap as
+        one of a copy)."""
+        return len(rule.body) > 1
+
+    chosen.update((r, FILTER) for r in sorted(derived) if r not in chosen and candidate(r)
+                  and all(filtered(rule) for rule in program.rules_for(r))
+                  and any(tests(rule) for rule in program.rules_for(r)))
     while True:  # keep those reading only materialized, base or chosen relations
         drop = {r for r in chosen if any(d in derived and d not in chosen and d not in
                                          materialized for d in deps.get(r, ()))}
         if not drop:
             return chosen
-        chosen -= drop
+        for r in drop:
+            del chosen[r]
 
 
 def _connected(rule: ir.Rule) -> bool:

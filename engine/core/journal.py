@@ -31,6 +31,7 @@ grantlog/store/journal.py implements the protocol over a SQLite or PostgreSQL st
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -136,6 +137,11 @@ class Journal(JournalReader, Protocol):
         is before its first transaction)."""
         ...
 
+    def committed_at(self, revision: int) -> float | None:
+        """When ``revision`` committed (the oldest revision kept's too, after a compaction
+        dropped its transaction; None: revision 0, or not known)."""
+        ...
+
     def policy_at(self, revision: int, when: float | None = None) -> ir.Program | None:
         """The program in force at ``revision`` (and, with ``when``, installed by then);
         None: the journal keeps no policy of that time (the reasoner's own applies)."""
@@ -169,10 +175,40 @@ class PointReader(Protocol):
         ...
 
 
+class TimedReader(Protocol):
+    """The journaled facts over a stretch of revisions, each version with the revisions
+    ``[lo, hi)`` it was present in (engine/answer/timed.py): a journal that can, gives one
+    by ``timed_reader()`` (None where it cannot; grantlog/store/temporal.py)."""
+
+    @property
+    def head(self) -> int: ...
+
+    @property
+    def oldest(self) -> int: ...
+
+    def check(self, revision: int) -> None:
+        """Raise the journal's error for a revision it does not keep (or has not yet)."""
+        ...
+
+    def reading(self) -> AbstractContextManager[None]:
+        """Inside it, every read is of one snapshot (one read transaction)."""
+        ...
+
+    def rows(self, rel: str, bound: Mapping[int, ir.Value], first: int,
+             last: int) -> Mapping[ir.Row, Sequence[tuple[int, int]]]:
+        """The facts of ``rel`` present in ``[first, last]`` whose column ``i`` is
+        ``bound[i]``, each with its sorted disjoint intervals clipped to ``[first, last + 1)``."""
+        ...
+
+    def transactions(self, revisions: Iterable[int]) -> Mapping[int, Committed]:
+        """The transactions of ``revisions`` the journal keeps, by revision."""
+        ...
+
+
 def compacted(exc: GrantlogError) -> bool:
     """Whether ``exc`` says the journal no longer keeps the transactions asked for."""
     return bool(exc.diagnostics) and exc.diagnostics[0].code == COMPACTED
 
 
 __all__ = ["COMPACTED", "VALID", "Change", "Committed", "Entry", "Journal", "JournalReader", "Meta",
-           "PointReader", "Snapshot", "compacted"]
+           "PointReader", "Snapshot", "TimedReader", "compacted"]

@@ -70,6 +70,9 @@ class Database:
         #: relation -> [key function, index, columns] of each of its indexes
         self._by_rel: dict[str, list[list[Any]]] = defaultdict(list)
         self._rows = 0
+        #: relation -> functions told the rows just added (True) or removed (False), once
+        #: the indexes are: what is kept beside them (engine/answer/vocabulary.py's names)
+        self.watchers: dict[str, list[Callable[[Collection[Row], bool], None]]] = {}
 
     def ensure(self, rel: str) -> dict[Row, int]:
         got = self.full.get(rel)
@@ -131,6 +134,8 @@ class Database:
                             ix[k] = {bucket[0]: None, row: None}
                     else:
                         bucket[row] = None
+        for fn in self.watchers.get(rel, ()):
+            fn(rows, True)
 
     def _add_unique(self, rel: str, entry: list[Any], rows: list[Row]) -> None:
         """Add rows to a unique index; at the first key with a second row, replace it by an
@@ -186,6 +191,8 @@ class Database:
                     del bucket[row]
                     if len(bucket) == 1:
                         ix[k] = (next(iter(bucket)),)
+        for fn in self.watchers.get(rel, ()):
+            fn(rows, False)
 
     def size(self) -> int:
         return sum(len(v) for v in self.full.values())

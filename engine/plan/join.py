@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -348,9 +349,7 @@ class Waiting:
         self.items: dict[int, ir.Lit] = dict(items)
         self.readers: dict[str, list[int]] = {}
         for i, lit in self.items.items():
-            terms = lit.atom.args if isinstance(lit, ir.Neg) else (
-                (lit.left, lit.right) if isinstance(lit, ir.Cmp) else ())
-            for name in _named(terms):
+            for name in _named(_terms(lit)):
                 self.readers.setdefault(name, []).append(i)
 
     def __bool__(self) -> bool:
@@ -474,7 +473,8 @@ def _ordering(
         return fresh + others.place(lambda j, lit: place(j, lit, last),
                                     None if last else fresh)
 
-    fresh: list[str] = []
+    # a shared start with variables pre-bound (a template of :class:`Variants`): a delta's
+    fresh: list[str] = sorted(bound) if shared is not None else []
     taken: list[int] = []
     if first is not None:
         # the delta literal goes first; a negated literal read from a delta binds its atom's
@@ -539,6 +539,16 @@ class _Body:
                                if not isinstance(lit, ir.Atom))
         self.ready = [i for i, lit in self.waiting.items.items()
                       if isinstance(lit, ir.Neg | ir.Cmp) and _ready(lit, nothing)]
+        names = [frozenset(_named(_terms(lit))) for lit in body]
+        uses = Counter(v for vs in names for v in vs)
+        #: per body position, the variables of its literal another literal reads too: what
+        #: a delta read of it binds that matters to the rest of the plan (:class:`Variants`)
+        self.shared = [frozenset(v for v in vs if uses[v] > 1) for vs in names]
+
+
+def _terms(lit: ir.Lit) -> tuple[ir.Term, ...]:
+    return (lit.args if isinstance(lit, ir.Atom) else lit.atom.args if isinstance(lit, ir.Neg)
+            else (lit.left, lit.right))
 
 
 _END = object()
@@ -610,18 +620,59 @@ class Variants:
     def __init__(self, rule: ir.Rule) -> None:
         self.rule = rule
         self._body: _Body | None = None
+        #: shared variables a delta read binds -> variants planned so far, and the template
+        self._asked: dict[frozenset[str], int] = {}
+        self._templates: dict[frozenset[str], tuple[list[Step], dict[int, int]]] = {}
+        self._lock = threading.Lock()
 
     def plan(self, position: int, lazy: bool = True) -> RulePlan:
         """The rule with body literal ``position`` read from a delta; ``lazy``: its steps a
-        :class:`Steps`, planned as they are read."""
+        :class:`Steps`, planned as they are read.
+
+        Variants binding the same variables that other literals read (a star ``p(X) :-
+        e(X, Y1), e(X, Y2), ...``: each binds ``X``; ``Yi`` matters to no other literal)
+        share a template from the second one on: the body planned with those variables
+        bound. A variant is its delta read, then the template without its own literal's step
+        (copied): the same steps, as that read binds nothing another literal reads."""
         body = self.rule.body
         if self._body is None:
             self._body = _Body(body)
+        shared = self._body
         steps: list[Step] = []
-        more = _ordering(steps, body, first=position, shared=self._body)
+        key = shared.shared[position]
+        with self._lock:
+            n = self._asked[key] = self._asked.get(key, 0) + 1
+        more = (self._copied(steps, position, key) if n > 1
+                else _ordering(steps, body, first=position, shared=shared))
         neg = 1 if isinstance(body[position], ir.Neg) else 0
-        seq = Steps(steps, more, len(body) + neg, len(self._body.atoms) + neg)
+        seq = Steps(steps, more, len(body) + neg, len(shared.atoms) + neg)
         return RulePlan(self.rule, self.rule.head, seq if lazy else tuple(seq), position)
+
+    def _copied(self, steps: list[Step], position: int, key: frozenset[str]
+                ) -> Iterator[None]:
+        """The variant of ``position`` from the template of ``key`` (made on first use)."""
+        assert self._body is not None
+        with self._lock:
+            got = self._templates.get(key)
+            if got is None:
+                template: list[Step] = []
+                for _ in _ordering(template, self.rule.body, pre_bound=set(key),
+                                   shared=self._body):
+                    pass
+                got = self._templates[key] = (
+                    template, {s.literal: j for j, s in enumerate(template)})
+        template, at = got
+        lit = self.rule.body[position]
+        atom = lit.atom if isinstance(lit, ir.Neg) else lit
+        assert isinstance(atom, ir.Atom)
+        steps.append(_scan(atom, position, "delta", set()))
+        if isinstance(lit, ir.Neg):  # its check stays in the body
+            steps.extend(template)
+        else:
+            j = at[position]
+            steps.extend(template[:j])
+            steps.extend(template[j + 1:])
+        yield
 
 
 def plan_rule(rule: ir.Rule, recursive_rels: frozenset[str] = frozenset(),

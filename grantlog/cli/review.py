@@ -208,15 +208,16 @@ def _on_spark(a: argparse.Namespace, given: list[str]) -> int:
                                    f"platform's history: {wrong}", COMMAND_LINE,
                                    "grantlog review --spark --store URL --since A --until B "
                                    "-o DIR")])
-    from grantlog.spark_bridge.review import review, session
+    from grantlog.spark_bridge.review import prepare, review, session
 
     def bound(text: str | None) -> object:
         return None if text is None else int(text) if text.strip().isdigit() else text
 
     r = load(a, a.files)
+    checked = prepare(r, bound(a.since), bound(a.until), a.output)  # before Spark starts
     spark = session(a.master)
     t0 = time.perf_counter()
-    p, n = review(r, spark, a.output, bound(a.since), bound(a.until))
+    p, n = review(r, spark, a.output, checked=checked)
     out(f"{n:,} intervals of revisions {p.first} to {p.last} written to {a.output} in "
         f"{time.perf_counter() - t0:.1f} s\n")
     return EXIT_OK

@@ -6,7 +6,8 @@ Tables (``T`` is a relation's table, grantlog/store/schema.py):
   transaction's number. Every write transaction locks and updates this row first, so writers
   are serialized and **revision order is commit order** (a follower reading the log in
   revision order never skips a transaction that committed late). ``horizon``: log entries at
-  or below it were compacted away.
+  or below it were compacted away; ``horizon_at``: when the horizon's transaction committed
+  (its ``grantlog_revisions`` row goes with it; added by :meth:`_upgrade`).
 * ``grantlog_relations(relation, spec)``: each fact table and its columns (schema checks).
 * ``rel_<relation>``: the base facts, a primary key over all columns.
 * ``grantlog_log(revision, relation, sign, row)``: append-only, one row per fact a transaction
@@ -46,7 +47,7 @@ from grantlog.engine.core.journal import VALID, Meta
 from grantlog.engine.core.results import Delta
 from grantlog.grammar.diagnostics import GrantlogError
 
-from . import checkpoints, schema
+from . import checkpoints, schema, snapshots
 from .digest import MASK, add_log, digest, hex64
 from .records import Listener, Revision, StoredPolicy, group, policy_conflict, q, store_error
 
@@ -270,6 +271,8 @@ class Store(ABC):
             self._add_column(cur, "grantlog_head", f"checkpoint {self._column_type('int')}")
             # a log never compacted starts from the empty store: a checkpoint of nothing
             cur.execute("UPDATE grantlog_head SET checkpoint = 0 WHERE id = 1 AND horizon = 0")
+        if "horizon_at" not in self._columns(cur, "grantlog_head"):  # the horizon's commit time
+            self._add_column(cur, "grantlog_head", "horizon_at DOUBLE PRECISION")
         text, big = self._column_type("string"), self._column_type("int")
         cur.execute(f"CREATE TABLE IF NOT EXISTS grantlog_checkpoint (relation {text} PRIMARY "
                     f"KEY, rows {big} NOT NULL, digest {text} NOT NULL)")
@@ -454,11 +457,10 @@ class Store(ABC):
             try:
                 cur.execute("SELECT revision FROM grantlog_head WHERE id = 1")
                 (rev,) = cur.fetchone()
-                out: dict[str, list[ir.Row]] = {}
-                for rel in sorted(self.tables if relations is None else relations):
-                    t = self.tables[rel]
-                    out[rel] = self._fetch_all(cur, t)
-                return int(rev), out
+                names = sorted(self.tables if relations is None else relations)
+                kept = snapshots.read(self, cur, names)  # the big ones in one blob, if fresh
+                return int(rev), {r: kept[r] if r in kept else self._fetch_all(
+                    cur, self.tables[r]) for r in names}
             finally:
                 self._rollback(cur)
 
@@ -644,6 +646,10 @@ class Store(ABC):
             checkpoints.compacted(self, cur, horizon)  # the temporal table, where kept
             cur.execute(self._sql("DELETE FROM grantlog_log WHERE revision <= ?"), (horizon,))
             removed = int(cur.rowcount or 0)
+            # its row goes: its time is kept, so that as of a time after it stays answerable
+            cur.execute(self._sql("UPDATE grantlog_head SET horizon_at = COALESCE((SELECT "
+                                  "committed_at FROM grantlog_revisions WHERE revision = ?), "
+                                  "horizon_at) WHERE id = 1"), (horizon,))
             cur.execute(self._sql("DELETE FROM grantlog_revisions WHERE revision <= ?"),
                         (horizon,))
             cur.execute(self._sql("UPDATE grantlog_head SET horizon = ? WHERE id = 1"),
@@ -653,7 +659,9 @@ class Store(ABC):
 
     def checkpoint(self, every: int | None = None) -> int:
         """Fold the change log into the temporal table now (and every ``every`` revisions
-        from now on; 0 stops that): grantlog/store/checkpoints.py. Returns its revision."""
+        from now on; 0 stops that): grantlog/store/checkpoints.py, with the big relations'
+        snapshot (grantlog/store/snapshots.py). Returns its revision."""
+        snapshots.write(self)
         return checkpoints.checkpoint(self, every)
 
     def _checkpoint(self, cur: Any, old: int, new: int) -> None:

@@ -9,7 +9,8 @@ folds the log since (``Store.checkpoint(every=N)`` / ``grantlog store checkpoint
 
 The facts at ``R <= C`` are the intervals with ``added_at <= R < removed_at``; at ``R > C``
 those at ``C`` plus the log rows in ``(C, R]`` (:func:`facts_at`). Folding is incremental:
-each checkpoint reads only the log since the last one. Why a temporal table and not a copy
+each checkpoint reads only the log since the last one; and set-based: two statements per batch
+of revisions, in the database (:func:`_fold_batch`). Why a temporal table and not a copy
 per checkpoint: a copy costs the whole fact set every N revisions (1M facts x 1,000
 checkpoints), the intervals cost one row per fact ever added, which the log held anyway.
 
@@ -84,6 +85,23 @@ def revision(st: Store) -> int | None:
     return None if at is None else at[0]
 
 
+def intervals(st: Store) -> tuple[list[tuple[str, str, int, int | None]], int | None]:
+    """Every row of the temporal table (relation, encoded row, added_at, removed_at) and the
+    checkpoint's revision (None and no rows: the store never took one); for tests and audits."""
+    with st._cursor() as cur:
+        st._begin_read(cur)
+        try:
+            at = head(st, cur)
+            rows: list[tuple[str, str, int, int | None]] = []
+            if at is not None:
+                cur.execute(f"SELECT relation, row, added_at, removed_at FROM {TABLE}")
+                rows = [(r, t, int(a), None if b is None else int(b))
+                        for r, t, a, b in cur.fetchall()]
+        finally:
+            st._rollback(cur)
+    return rows, None if at is None else at[0]
+
+
 def head(st: Store, cur: Any) -> tuple[int, int | None] | None:
     """(the checkpoint's revision, every how many revisions one is taken) or None: never."""
     if not _has(st, cur):
@@ -110,36 +128,63 @@ def fold(st: Store, cur: Any, upto: int, horizon: int) -> int:
         start = at[0]
     if upto <= start:
         return start
-    added: list[tuple[str, str, int]] = []
-    removed: list[tuple[int, str, str]] = []
-    for rev, rel, sign, row in st._stream(cur, "SELECT revision, relation, sign, row FROM "
-                                          f"grantlog_log WHERE revision > {int(start)} AND "
-                                          f"revision <= {int(upto)} ORDER BY revision"):
-        text = encode_row(tuple(json.loads(row) if isinstance(row, str) else row))
-        if int(sign) > 0:
-            added.append((rel, text, int(rev)))
-        else:
-            removed.append((int(rev), rel, text))
-    # a row removed in this range was added before its removal: close in revision order, so
-    # that a row added and removed several times closes each interval at its own removal
-    pending = sorted([(r, 1, rel, text) for rel, text, r in added]
-                     + [(r, 0, rel, text) for r, rel, text in removed])
-    batch_add: list[tuple[str, str, int]] = []
-    for rev, kind, rel, text in pending:
-        if kind:
-            batch_add.append((rel, text, rev))
-            continue
-        if batch_add:  # an insert before this removal may be the interval it closes
-            cur.executemany(st._sql(f"INSERT INTO {TABLE} (relation, row, added_at) "
-                                    "VALUES (?, ?, ?)"), batch_add)
-            batch_add = []
-        cur.execute(st._sql(f"UPDATE {TABLE} SET removed_at = ? WHERE relation = ? AND row = ? "
-                            "AND removed_at IS NULL"), (rev, rel, text))
-    if batch_add:
-        cur.executemany(st._sql(f"INSERT INTO {TABLE} (relation, row, added_at) "
-                                "VALUES (?, ?, ?)"), batch_add)
+    lo = start
+    for hi in _batches(st, cur, start, upto):
+        _fold_batch(st, cur, lo, hi)
+        lo = hi
     cur.execute(st._sql(f"UPDATE {HEAD} SET revision = ? WHERE id = 1"), (upto,))
     return upto
+
+
+#: log rows folded per statement (a batch of whole revisions: a bigger revision is one batch)
+FOLD_BATCH = 500_000
+
+
+def _batches(st: Store, cur: Any, start: int, upto: int) -> list[int]:
+    """The ends of consecutive revision ranges in ``(start, upto]`` of about
+    :data:`FOLD_BATCH` log rows each (by the transactions' counts; the last ends at
+    ``upto``, whose own row may not be written yet: a fold inside its commit)."""
+    ends: list[int] = []
+    n = 0
+    for rev, count in st._stream(cur, "SELECT revision, added + removed FROM grantlog_revisions "
+                                 f"WHERE revision > {int(start)} AND revision < {int(upto)} "
+                                 "ORDER BY revision"):
+        n += int(count)
+        if n >= FOLD_BATCH:
+            ends.append(int(rev))
+            n = 0
+    return [*ends, upto]
+
+
+def _row_sql(st: Store) -> str:
+    """A log row's values as the temporal table keeps them (records.encode_row's compact
+    JSON: SQLite's log has it already; PostgreSQL's text may be ``json_build_array``'s,
+    spaced, so its elements are joined again)."""
+    if st.dialect != "postgres":
+        return "row"
+    return ("COALESCE((SELECT '[' || string_agg(e.v::text, ',' ORDER BY e.n) || ']' FROM "
+            "jsonb_array_elements(row::jsonb) WITH ORDINALITY AS e(v, n)), '[]')")
+
+
+def _fold_batch(st: Store, cur: Any, lo: int, hi: int) -> None:
+    """Fold the log rows of revisions ``(lo, hi]`` in, set-based: a fact's log rows in a
+    range alternate (the writer adds only what is absent, removes only what is present),
+    so a fact present at ``lo`` has a removal as its first row there — which closes its
+    open interval — and each addition opens an interval that the fact's next row (a
+    removal, or none) closes."""
+    rng = f"revision > {int(lo)} AND revision <= {int(hi)}"
+    row = _row_sql(st)
+    # close first: the intervals opened below come after, and a fact added and removed in
+    # the range must not be closed by its first removal
+    cur.execute(f"UPDATE {TABLE} SET removed_at = c.rev FROM (SELECT relation, {row} AS row, "
+                f"MIN(revision) AS rev FROM grantlog_log WHERE {rng} AND sign < 0 GROUP BY "
+                f"relation, {row}) AS c WHERE {TABLE}.relation = c.relation AND {TABLE}.row = "
+                f"c.row AND {TABLE}.removed_at IS NULL")
+    # removed_at = LEAD(revision): the next row of the same fact in the range (a removal)
+    cur.execute(f"INSERT INTO {TABLE} (relation, row, added_at, removed_at) SELECT relation, "
+                f"row, revision, nxt FROM (SELECT relation, {row} AS row, sign, revision, "
+                f"LEAD(revision) OVER (PARTITION BY relation, {row} ORDER BY revision) AS nxt "
+                f"FROM grantlog_log WHERE {rng}) AS e WHERE sign > 0")
 
 
 def horizon(st: Store, w: Any, keep: int | None, before_time: float | None,

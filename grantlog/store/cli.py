@@ -116,7 +116,8 @@ def add_parser(sub: Any) -> None:
                      metavar="R", help="keep revision R and every later one (R becomes the "
                      "oldest revision as-of answers reach)")
     p.set_defaults(fn=cmd_compact)
-    p = add("checkpoint", "fold the change log into the checkpoint (fast as-of answers)", None)
+    p = add("checkpoint", "fold the change log into the checkpoint (fast as-of answers) and "
+            "snapshot the big relations (fast open)", None)
     p.add_argument("--every", type=int, metavar="N", help="from now on, fold it after every N "
                    "revisions too (0: stop)")
     p.set_defaults(fn=cmd_checkpoint)

@@ -164,6 +164,11 @@ def revision_at(st: Store, when: float) -> int:
             return int(row[0])
         if head == horizon == 0:  # nothing was ever written: the empty store
             return 0
+        if horizon > 0 and "horizon_at" in st._columns(cur, "grantlog_head"):
+            cur.execute("SELECT horizon_at FROM grantlog_head WHERE id = 1")
+            (at,) = cur.fetchone()
+            if at is not None and float(at) <= when:  # after the horizon's commit
+                return horizon
         cur.execute("SELECT revision, committed_at FROM grantlog_revisions "
                     "ORDER BY revision LIMIT 1")
         first = cur.fetchone()
@@ -179,6 +184,20 @@ def revision_at(st: Store, when: float) -> int:
     raise store_error("before-history", f"{shown} is before the store's first transaction "
                       f"(revision {first[0]}, committed at {iso(float(first[1]))})",
                       st._shown(), "ask about a later time")
+
+
+def committed_at(st: Store, revision: int) -> float | None:
+    """When ``revision`` committed: its transaction's time, or the horizon's kept by the
+    compaction that dropped it (None: revision 0, or a store compacted before it kept it)."""
+    with _read(st) as cur:
+        cur.execute(st._sql("SELECT committed_at FROM grantlog_revisions WHERE revision = ?"),
+                    (revision,))
+        row = cur.fetchone()
+        if row is None and revision > 0 and "horizon_at" in st._columns(cur, "grantlog_head"):
+            cur.execute(st._sql("SELECT horizon_at FROM grantlog_head WHERE id = 1 AND "
+                                "horizon = ?"), (revision,))
+            row = cur.fetchone()
+    return None if row is None or row[0] is None else float(row[0])
 
 
 def policy_at(st: Store, revision: int, when: float | None = None) -> StoredPolicy | None:

@@ -92,6 +92,9 @@ class StoreJournal:
     def point_reader(self, revision: int) -> temporal.PastFacts | None:
         return temporal.reader_at(self._reader(), revision)
 
+    def timed_reader(self) -> temporal.TimedFacts | None:
+        return temporal.timed_reader(self._reader())
+
     def policy_at(self, revision: int, when: float | None = None) -> ir.Program | None:
         stored = history.policy_at(self._reader(), revision, when)
         if stored is None:
@@ -108,6 +111,9 @@ class StoreJournal:
 
     def policy_revisions(self) -> list[int]:
         return history.policy_revisions(self._reader())
+
+    def committed_at(self, revision: int) -> float | None:
+        return history.committed_at(self._reader(), revision)
 
     def transactions(self, since: int = 0, upto: int | None = None,
                      ) -> list[history.Committed]:

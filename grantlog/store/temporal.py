@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from grantlog.engine.core import ir
@@ -30,7 +31,7 @@ from grantlog.engine.core.journal import Meta
 
 from . import checkpoints
 from .digest import MASK, digest, hex64
-from .history import _bounds, _check, _read
+from .history import Committed, _bounds, _check, _has_meta, _read
 from .records import encode_row
 
 #: grantlog/store/base.py's store (typed loosely, as checkpoints.py does)
@@ -241,3 +242,159 @@ def reader_at(st: Store, revision: int) -> PastFacts | None:
             if int(cur.fetchone()[0]) > OVERLAY_MAX:
                 return None
     return PastFacts(st, revision, c)
+
+
+class TimedFacts:
+    """Every version of some stored facts over a stretch of revisions, read by point
+    lookups (engine/answer/timed.py: a timeline evaluated over revision intervals): the
+    facts of one relation whose bound columns have given values, each with the revisions
+    ``[lo, hi)`` it was present in within ``[first, last + 1)``. The temporal table's
+    intervals (by the same indexes as :class:`PastFacts`) and the log rows above the
+    checkpoint (read once, on the first lookup that needs them). ``head``, ``horizon`` and
+    ``oldest`` (the revision a timeline starts at by default: the one before the oldest
+    transaction kept) bound what may be asked."""
+
+    def __init__(self, st: Store, head: int, horizon: int, checkpoint: int,
+                 oldest: int) -> None:
+        self.st = st
+        self.head, self.horizon, self.checkpoint, self.oldest = head, horizon, checkpoint, oldest
+        self._pg = st.dialect == "postgres"
+        #: per (first, last): the log's versions above the checkpoint, by relation
+        self._later: dict[tuple[int, int], dict[str, dict[ir.Row, list[tuple[int, int]]]]] = {}
+        #: lookups made and rows read (the benchmark reports them)
+        self.lookups = 0
+        self.rows_read = 0
+        self._cur: Any = None
+
+    def check(self, revision: int) -> None:
+        """The errors of ``history.snapshot_at`` for a revision outside what is kept."""
+        _check(self.st, revision, self.head, self.horizon)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Every read inside is of one read transaction (one snapshot, no per-lookup
+        begin and rollback)."""
+        if self._cur is not None:
+            yield
+            return
+        with _read(self.st) as cur:
+            self._cur = cur
+            try:
+                yield
+            finally:
+                self._cur = None
+
+    @contextmanager
+    def _reader(self) -> Iterator[Any]:
+        if self._cur is not None:
+            yield self._cur
+        else:
+            with _read(self.st) as cur:
+                yield cur
+
+    def _log(self, first: int, last: int) -> dict[str, dict[ir.Row, list[tuple[int, int]]]]:
+        """Per relation and row, the intervals the log rows in ``(checkpoint, last]`` open
+        and close (an interval open at the checkpoint starts at ``-1``: joined with the
+        temporal table's open one)."""
+        got = self._later.get((first, last))
+        if got is not None:
+            return got
+        got = {}
+        if last > self.checkpoint:
+            with self._reader() as cur:
+                cur.execute(self.st._sql(
+                    "SELECT revision, relation, sign, row FROM grantlog_log WHERE revision > ? "
+                    "AND revision <= ? ORDER BY revision"), (self.checkpoint, last))
+                found = cur.fetchall()
+            open_: dict[tuple[str, ir.Row], int] = {}
+            for rev, rel, sign, row in found:
+                v = tuple(json.loads(row) if isinstance(row, str) else row)
+                k = (rel, v)
+                if int(sign) > 0:
+                    open_[k] = int(rev)
+                else:
+                    got.setdefault(rel, {}).setdefault(v, []).append(
+                        (open_.pop(k, -1), int(rev)))
+            for (rel, v), lo in open_.items():
+                got.setdefault(rel, {}).setdefault(v, []).append((lo, last + 1))
+        self._later[(first, last)] = got
+        return got
+
+    def rows(self, rel: str, bound: Mapping[int, ir.Value], first: int,
+             last: int) -> dict[ir.Row, list[tuple[int, int]]]:
+        """The facts of ``rel`` present at some revision of ``[first, last]`` whose column
+        ``i`` is ``bound[i]``, each with its intervals there (sorted, disjoint, clipped to
+        ``[first, last + 1)``): looked up by the first indexed column of ``bound``."""
+        self.lookups += 1
+        upto = min(last, self.checkpoint)
+        sql = (f"SELECT row, added_at, removed_at FROM {checkpoints.TABLE} WHERE relation = ? "
+               "AND added_at <= ? AND (removed_at IS NULL OR removed_at > ?)")
+        args: list[Any] = [rel, upto, first]
+        key = next((i for i in bound if i < checkpoints.INDEXED), None)
+        if key is not None:
+            sql += f" AND {checkpoints.value_sql(self.st, key)} = ?"
+            args.append(str(bound[key]) if self._pg else bound[key])
+        with self._reader() as cur:
+            cur.execute(self.st._sql(sql), args)
+            found = cur.fetchall()
+        self.rows_read += len(found)
+        later = self._log(first, last).get(rel, {})
+        end = last + 1
+        out: dict[ir.Row, list[tuple[int, int]]] = {}
+        # the looked-up value is compared in SQL (as text on PostgreSQL: compared again)
+        items = [(i, v) for i, v in bound.items() if i != key or self._pg]
+        decoded: dict[str, ir.Row] = {}  # a fact's versions share its text: decoded once
+        for text, lo, hi in found:
+            row = decoded.get(text)
+            if row is None:
+                row = decoded[text] = tuple(json.loads(text))
+            if not items or all(i < len(row) and row[i] == v for i, v in items):
+                # open at the checkpoint: until the log closes it (or the stretch ends)
+                h = end if hi is None else int(hi)
+                if hi is None and row in later and later[row][0][0] == -1:
+                    h = later[row][0][1]
+                lo, h = max(int(lo), first), min(h, end)
+                if lo < h:
+                    out.setdefault(row, []).append((lo, h))
+        for row, ivs in later.items():  # the log's rows: compared here, every column
+            if all(i < len(row) and row[i] == v for i, v in bound.items()):
+                for lo, hi in ivs:
+                    if lo < 0:  # open at the checkpoint: the temporal table's, closed above
+                        continue
+                    lo, hi = max(lo, first), min(hi, end)
+                    if lo < hi:
+                        out.setdefault(row, []).append((lo, hi))
+        for ivs in out.values():
+            if len(ivs) > 1:
+                ivs.sort()
+        return out
+
+    def transactions(self, revisions: Iterable[int]) -> dict[int, Committed]:
+        """The transactions of ``revisions`` (those the store keeps), by revision."""
+        wanted = sorted(set(revisions))
+        out: dict[int, Committed] = {}
+        with self._reader() as cur:
+            cols = ", author, reason, ticket" if _has_meta(self.st, cur) else ""
+            for i in range(0, len(wanted), 500):
+                part = wanted[i:i + 500]
+                cur.execute(self.st._sql(
+                    f"SELECT revision, committed_at, added, removed{cols} FROM "
+                    f"grantlog_revisions WHERE revision IN ({', '.join('?' * len(part))})"),
+                    part)
+                for r in cur.fetchall():
+                    out[int(r[0])] = Committed(int(r[0]), float(r[1]), int(r[2]), int(r[3]),
+                                               *r[4:])
+        return out
+
+
+def timed_reader(st: Store) -> TimedFacts | None:
+    """A reader of stored facts over stretches of revisions (:class:`TimedFacts`), or None
+    where the store has no temporal table (no checkpoint taken)."""
+    with _read(st) as cur:
+        head, horizon = _bounds(cur)
+        at = checkpoints.head(st, cur)
+        if at is None:
+            return None
+        cur.execute("SELECT MIN(revision) FROM grantlog_revisions")
+        low = cur.fetchone()[0]
+    return TimedFacts(st, head, horizon, at[0], head if low is None else int(low) - 1)

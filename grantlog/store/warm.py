@@ -1,6 +1,7 @@
 """Measure the planner's statistics of a store's facts right after a bulk load
 (``grantlog store load``), and keep them with the store (grantlog/store/planstats.py), so
-the first reasoner to open it plans without a pass over the rows."""
+the first reasoner to open it plans without a pass over the rows; with the big relations'
+snapshot (grantlog/store/snapshots.py), so that it reads them in one call."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from grantlog.engine.core import ir
 from grantlog.engine.plan.kept import keep_statistics
 from grantlog.grammar.diagnostics import GrantlogError
 
+from . import snapshots
 from .base import ANALYZE_AFTER, Store
 from .journal import StoreJournal
 
@@ -17,9 +19,13 @@ MEASURE_AFTER = ANALYZE_AFTER
 
 
 def after_load(store: Store, program: ir.Program, added: int) -> bool:
-    """After a bulk load of ``added`` new facts: measure the statistics (:func:`measure`)
-    when it was big. Whether they were kept."""
-    return added >= MEASURE_AFTER and measure(store, program)
+    """After a bulk load of ``added`` new facts: when it was big, take the big relations'
+    snapshot (grantlog/store/snapshots.py: the next open reads them in one call) and
+    measure the statistics (:func:`measure`). Whether the statistics were kept."""
+    if added < MEASURE_AFTER:
+        return False
+    snapshots.write(store)
+    return measure(store, program)
 
 
 def measure(store: Store, program: ir.Program) -> bool:

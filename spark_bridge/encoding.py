@@ -35,7 +35,7 @@ from typing import Any
 
 from grantlog.engine.core import ir
 from grantlog.engine.core.ir import Value
-from grantlog.engine.core.terms import is_anon
+from grantlog.engine.core.terms import compare, is_anon
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
 INT_MIN = -(2**63)
@@ -200,6 +200,15 @@ def compare_col(op: str, left: Any, right: Any) -> Any:
     if op not in _COMPARE:
         raise ValueError(op)
     return _COMPARE[op](left, right)
+
+
+def filter_step(s: Any, expr: Callable[[Any], Any]) -> Any:
+    """A plan's comparison step (engine/plan/join.py ``Filter``) as a Spark column: ``True``
+    when both sides are constants that compare true (nothing to filter), ``False`` when they
+    compare false (the rule yields nothing), else the column to filter on."""
+    if isinstance(s.left, ir.Const) and isinstance(s.right, ir.Const):
+        return compare(s.op, s.left.value, s.right.value)
+    return compare_col(s.op, expr(s.left), expr(s.right))
 
 
 class VarColumns:

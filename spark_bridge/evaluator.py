@@ -36,7 +36,6 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from grantlog.engine.core import arguments, ir, progress
-from grantlog.engine.core.terms import compare
 from grantlog.engine.plan.join import Assign, Filter, RulePlan, Scan
 from grantlog.engine.plan.magic import demand
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error, plural
@@ -253,11 +252,11 @@ class _Run:
                 else:
                     b = b.crossJoin(right)
             elif isinstance(s, Filter):
-                if isinstance(s.left, ir.Const) and isinstance(s.right, ir.Const):
-                    if not compare(s.op, s.left.value, s.right.value):
-                        return None
-                    continue
-                b = b.filter(encoding.compare_col(s.op, expr(s.left), expr(s.right)))
+                cond = encoding.filter_step(s, expr)
+                if cond is False:
+                    return None
+                if cond is not True:
+                    b = b.filter(cond)
             elif isinstance(s, Assign):
                 b = (self._unit() if b is None else b).withColumn(v(s.var), expr(s.value))
             else:

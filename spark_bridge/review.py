@@ -44,7 +44,6 @@ from typing import Any
 from grantlog.engine.answer.periods import Period, Stretch, period
 from grantlog.engine.compile.restrict import restrict
 from grantlog.engine.core import arguments, ir, progress
-from grantlog.engine.core.terms import compare
 from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
@@ -143,11 +142,11 @@ class _Temporal:
                     .withColumn("hi", F.least("hi", "h2")).drop("l2", "h2") \
                     .filter(F.col("lo") < F.col("hi"))
             elif isinstance(s, Filter):
-                if isinstance(s.left, ir.Const) and isinstance(s.right, ir.Const):
-                    if not compare(s.op, s.left.value, s.right.value):
-                        return None
-                    continue
-                b = b.filter(encoding.compare_col(s.op, expr(s.left), expr(s.right)))
+                cond = encoding.filter_step(s, expr)
+                if cond is False:
+                    return None
+                if cond is not True:
+                    b = b.filter(cond)
             elif isinstance(s, Assign):
                 b = (self._whole() if b is None else b).withColumn(v(s.var), expr(s.value))
             else:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core import ir
 from ..core.hierarchy_roles import HierarchyRoles, hierarchy_roles
-from ..core.index import stored_get
+from ..core.index import stored_get, stored_many
 from .conditions import FALSE, TRUE, Cond, Test, compile_cond, conj, disj, mentioned, neg
 from .sweep import Sweep
 
@@ -111,6 +111,15 @@ class Hierarchy:
     def parents(self, x: Any) -> list[Any]:
         par = self._par
         return [row[par] for row in self._rows(self._up, x)]
+
+    def parents_of(self, xs: list[Any]) -> list[list[Any]]:
+        """:meth:`parents` of each of ``xs``, read together (engine/core/index.py
+        ``stored_many``: no Python call per object on a store's sorted index)."""
+        par, unique = self._par, self._up[1]
+        got = stored_many(self._up_ix)(xs)
+        if unique:
+            return [[] if row is None else [row[par]] for row in got]
+        return [[] if b is None else [row[par] for row in b] for b in got]
 
     def child_count(self, x: Any) -> int:
         return len(self._rows(self._down, x))
@@ -251,9 +260,10 @@ def unnested(t: Any, h: Hierarchy) -> bool:
     one ``t``-ancestor-or-self). Each object's ancestors are walked up to those found
     already with no ``t``-object at or above them: the schemas of a catalog ask it once."""
     clear: set[Any] = set()  # objects with no t-object at or above them
-    for x in h.of_type(t):
+    xs = h.of_type(t)
+    for x, ups in zip(xs, h.parents_of(xs), strict=True):
         seen = {x}
-        todo = [p for p in h.parents(x) if p not in clear]
+        todo = [p for p in ups if p not in clear]
         cycle = False  # x is its own ancestor
         while todo:
             p = todo.pop()

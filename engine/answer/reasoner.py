@@ -18,6 +18,7 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 from ..core import arguments, ir, progress
 from ..core.facts import Facts, RowSpans
 from ..core.hierarchy_roles import hierarchy_roles
+from ..core.index import SortedRows
 from ..core.journal import VALID, Entry, Journal, JournalReader, Meta, compacted
 from ..core.results import (
     Answers,
@@ -96,15 +97,21 @@ class Reasoner(Writes):
         self._base_only = tuple(r for r in program.relations if r not in self._base)
         #: where each fact written in the rule files is (a fact inserted at run time has none)
         self._spans: dict[str, RowSpans] = {}
-        #: base-only facts waiting for the first evaluation (the rule files' own)
-        self._initial: dict[str, dict[ir.Row, None]] | None = {}
+        #: base-only facts waiting for the first evaluation (the rule files' own), each
+        #: relation's rows at level 0 (the database keeps the dict: engine/eval/database.py
+        #: ``take``), and the rows sorted per column that a store's snapshot gave
+        self._initial: dict[str, dict[ir.Row, int]] | None = {}
+        self._orders: dict[str, dict[int, list[ir.Row]]] = {}
+        #: the database's count of sorted indexes turned hash tables, as the view read it
+        self._hashed = 0
         facts = Facts.of(program.facts)  # rows per relation; spans made when asked
         for rel, given in facts.by_relation().items():
             self._spans[rel] = facts.spans(rel)
             store = self._base.get(rel)
             if store is None:
-                store = self._initial.setdefault(rel, {})
-            store.update(dict.fromkeys(given))
+                self._initial.setdefault(rel, {}).update(dict.fromkeys(given, 0))
+            else:
+                store.update(dict.fromkeys(given))
         self._db: Database | None = None
         self._lock = threading.RLock()
         self._clock = validity.clock(self)  # facts valid in an interval (validity.py)
@@ -201,9 +208,14 @@ class Reasoner(Writes):
             for rel, rs in self._clock.seed(rows).items():
                 self._relation(rel)
                 store = self._base.get(rel)
-                if store is None:
-                    store = initial.setdefault(rel, {})
-                store.update(dict.fromkeys(rs))
+                if store is not None:
+                    store.update(dict.fromkeys(rs))
+                elif initial.get(rel):
+                    initial[rel].update(dict.fromkeys(rs, 0))
+                else:  # one dict, which the database keeps
+                    initial[rel] = dict.fromkeys(rs, 0)
+                    if isinstance(rs, SortedRows):
+                        self._orders[rel] = rs.orders
             self._advance(revision)
 
     def _commit(self, tx: Transaction, watch: frozenset[str],
@@ -431,9 +443,10 @@ class Reasoner(Writes):
                         else:
                             db.adopt(old, rel)
                 elif self._initial is not None:
-                    for rel, rows in self._initial.items():
-                        db.add(rel, rows, 0)
+                    for rel, given in self._initial.items():
+                        db.take(rel, given, self._orders.get(rel))
                     self._initial = None
+                    self._orders = {}
                 for rel, rows in self._base.items():
                     if rows:
                         db.add(rel, rows, 0)
@@ -452,12 +465,15 @@ class Reasoner(Writes):
             last.entries = 0
             if self._memo_entries > MEMO_LIMIT:
                 self._forget()
-            elif db is not None and last.full is db.full and last.idle():
+            elif (db is not None and last.full is db.full and last.idle()
+                  and self._hashed == db.hashed):
                 # nothing changed since the last read: a transaction and a rebuild drop
-                # ``_last``, and the stored rows (so the plans) change only in them
+                # ``_last``, and the stored rows (so the plans) change only in them (nor
+                # did a store's sorted index become a hash table the view should read)
                 return last
         db = self._database()
         self._replan(db)
+        self._hashed = db.hashed
         ctx = self._last = DemandContext(self.program, self._plans, db.full, db.index,
                                          self._memo)
         return ctx
@@ -593,6 +609,7 @@ class Reasoner(Writes):
             for r, cols in sorted(reads):
                 if r not in self.program.virtual or ctx.full.get(r):
                     ctx.base_index(r, cols)
+            self._database().hash_sorted()  # a store's sorted indexes: hash tables now
 
     @validity.question
     def check(self, subject: str, operation: str, resource: str, at_least: int | None = None,

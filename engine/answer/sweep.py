@@ -15,7 +15,7 @@ from itertools import chain, compress, filterfalse, repeat
 from operator import is_not, itemgetter, not_, or_
 from typing import Any
 
-from ..core.index import stored_get
+from ..core.index import index_keys, stored_get, stored_many
 
 #: a type row's type column, and the row read for an object without a type
 _second = itemgetter(1)
@@ -33,6 +33,10 @@ class Sweep:
                  cache: dict[Any, Any]) -> None:
         self._ctx, self._down_ix, self._up_ix = ctx, down_ix, up_ix
         self._down, self._up = stored_get(down_ix), stored_get(up_ix)
+        #: the same read for a whole level at once (engine/core/index.py ``stored_many``)
+        self._down_many, self._up_many = stored_many(down_ix), stored_many(up_ix)
+        self._types_many = (None if kinds else
+                            stored_many(ctx.base_index(type_rel, (0,))))
         self._par, self._kid = par, kid
         self._type, self._kinds, self._types = type_rel, kinds, types
         self.cache = cache
@@ -43,7 +47,8 @@ class Sweep:
         below it: children whose type is in ``near`` (untyped ones: ``untyped_near``),
         deeper ones whose type is in ``far``; a level at a time, each node's children in
         value order (:func:`in_order`)."""
-        down_get, one_child = self._down  # one_child: each parent's only row
+        one_child = self._down[1]  # each parent's only row
+        down_many = self._down_many
         child = itemgetter(self._kid)  # a child's column in an edge row
 
         def ordered(bucket: Iterable[Any]) -> list[Any]:
@@ -56,7 +61,7 @@ class Sweep:
             parents = self.with_children(level, above)
             if parents is not level:  # found from the edge's side: put back in order
                 parents = in_order(parents)
-            buckets = filter(None, map(down_get, parents))
+            buckets = filter(None, down_many(parents))
             above, level = level, (list(map(child, buckets)) if one_child else
                                    list(chain.from_iterable(map(ordered, buckets))))
             ok, untyped = far, untyped_far
@@ -81,8 +86,9 @@ class Sweep:
                 return [x for x in level if (untyped if (b := get(x)) is None
                                              else not ok.isdisjoint(r[1] for r in b))]
             wanted = ok | {None} if untyped else ok  # an untyped object's type: None
+            assert self._types_many is not None
             return compress(level, map(wanted.__contains__, map(
-                _second, map(get, level, repeat(_UNTYPED)))))
+                _second, self._types_many(level, _UNTYPED))))
         gets = self.cache.get(("kind gets", self._kinds))
         if gets is None:
             gets = self.cache[("kind gets", self._kinds)] = {
@@ -141,18 +147,20 @@ class Sweep:
             typed = ([self._ctx.base_index(self._type, (0,))] if not self._kinds else
                      sorted((self._ctx.base_index(k, (0,)) for k in self._kinds),
                             key=len, reverse=True))  # the most objects first
-            # the objects with a parent but those typed (a set operation of the keys' views:
-            # no set of every object built)
-            got = self._up_ix.keys() - typed[0].keys()
-            got = self.cache[("untyped",)] = got.difference(*typed[1:])
+            # the objects with a parent but those typed (one set of the first's keys, the
+            # others' keys iterated: a store's sorted index makes no dict of its keys)
+            got = set(index_keys(self._up_ix))
+            for ix in typed:
+                got.difference_update(index_keys(ix))
+            self.cache[("untyped",)] = got
         return got
 
     def among(self, objects: set[Any], above: list[Any]) -> set[Any]:
         """Those of ``objects`` whose parent is one of ``above`` (in a tree: the ones in
         the level of ``above``'s children, found without reading that level)."""
-        up_get, par = self._up[0], self._par
-        parents = set(above)
-        return {x for x in objects if (row := up_get(x)) is not None and row[par] in parents}
+        par, parents, xs = self._par, set(above), list(objects)
+        return {x for x, row in zip(xs, self._up_many(xs), strict=True)
+                if row is not None and row[par] in parents}
 
     def with_children(self, level: list[Any], above: list[Any] | None) -> list[Any]:
         """The objects of ``level`` that may have children. ``above``: the objects whose
@@ -162,8 +170,9 @@ class Sweep:
         inner = self._down_ix
         if above is None or 4 * len(inner) > len(level):
             return level
-        up_get, par, among = self._up[0], self._par, set(above)
-        return [q for q in inner if (row := up_get(q)) is not None and row[par] in among]
+        par, among, qs = self._par, set(above), list(inner)
+        return [q for q, row in zip(qs, self._up_many(qs), strict=True)
+                if row is not None and row[par] in among]
 
 
 def in_order(values: list[Any]) -> list[Any]:

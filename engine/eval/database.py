@@ -12,9 +12,9 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
 from itertools import filterfalse
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
-from ..core.index import Index, UniqueIndex, build_index
+from ..core.index import Index, SortedIndex, UniqueIndex, build_index
 from ..core.ir import Row
 
 #: rows added at once from which an index takes them at C speed (:meth:`Database.add`)
@@ -66,13 +66,21 @@ class Database:
         self.full: dict[str, dict[Row, int]] = {r: {} for r in relations}
         #: the highest level handed out so far (levels only grow, across updates too)
         self.level = 0
-        self.indexes: dict[tuple[str, tuple[int, ...]], Index] = {}
+        #: (relation, columns) -> its :data:`Index`, or a :class:`SortedIndex` (read alike)
+        self.indexes: dict[tuple[str, tuple[int, ...]], Any] = {}
         #: relation -> [key function, index, columns] of each of its indexes
         self._by_rel: dict[str, list[list[Any]]] = defaultdict(list)
         self._rows = 0
         #: relation -> functions told the rows just added (True) or removed (False), once
         #: the indexes are: what is kept beside them (engine/answer/vocabulary.py's names)
         self.watchers: dict[str, list[Callable[[Collection[Row], bool], None]]] = {}
+        #: relation -> column -> its rows sorted on the column (engine/core/index.py
+        #: ``SortedRows``), while the relation holds exactly those rows: its one-column
+        #: indexes are then read by bisection (:class:`SortedIndex`), not built
+        self.orders: dict[str, dict[int, list[Row]]] = {}
+        #: how many of them have built their hash index (a view reading one anew reads
+        #: the hash table, at C speed: the reasoner makes a new view when this moves)
+        self.hashed = 0
 
     def ensure(self, rel: str) -> dict[Row, int]:
         got = self.full.get(rel)
@@ -82,14 +90,54 @@ class Database:
 
     def index(self, rel: str, cols: tuple[int, ...]) -> Index:
         """The hash index of ``rel`` on ``cols``, built on first use and kept up to date
-        (a :class:`UniqueIndex` while every key has one row)."""
+        (a :class:`UniqueIndex` while every key has one row); of a relation a store's
+        snapshot gave sorted (:attr:`orders`), on one column, a :class:`SortedIndex`,
+        which reads alike and becomes a hash index once read enough."""
         k = (rel, cols)
-        ix = self.indexes.get(k)
+        ix: Any = self.indexes.get(k)
+        if type(ix) is SortedIndex and ix.hash is not None:
+            self._settle(rel)
+            ix = self.indexes[k]
         if ix is None:
             key = _key_fn(cols)
-            ix = self.indexes[k] = build_index(self.ensure(rel), key)
+            order = self.orders.get(rel, {}).get(cols[0]) if len(cols) == 1 else None
+            ix = self.indexes[k] = (build_index(self.ensure(rel), key) if order is None
+                                    else SortedIndex(order, cols[0], self._count_hashed))
             self._by_rel[rel].append([key, ix, cols])
-        return ix
+        return cast(Index, ix)  # a SortedIndex reads as one
+
+    def _count_hashed(self) -> None:
+        self.hashed += 1
+
+    def _settle(self, rel: str) -> None:
+        """Put the hash index each of ``rel``'s sorted indexes built in its place (readers
+        still holding the sorted one read the same hash index through it)."""
+        for entry in self._by_rel.get(rel, ()):
+            ix = entry[1]
+            if type(ix) is SortedIndex and ix.hash is not None:
+                entry[1] = self.indexes[(rel, entry[2])] = ix.hash
+
+    def hash_sorted(self) -> None:
+        """Build the hash index of every sorted index now (``prepare``: what the warm walks
+        of listings read), each in its place."""
+        for rel, entries in self._by_rel.items():
+            for entry in entries:
+                if type(entry[1]) is SortedIndex:
+                    entry[1].hashed()
+            self._settle(rel)
+
+    def take(self, rel: str, rows: dict[Row, int],
+             orders: dict[int, list[Row]] | None = None) -> None:
+        """Base facts (level 0) given as the relation's row dict, before any index of it:
+        the dict itself is kept (no copy), and ``orders`` (the same rows sorted per
+        column) if it holds exactly those rows; otherwise they are added."""
+        if self.full.get(rel) or self._by_rel.get(rel):
+            self.add(rel, rows, 0)
+            return
+        self.full[rel] = rows
+        self._rows += len(rows)
+        if orders and all(len(o) == len(rows) for o in orders.values()):
+            self.orders[rel] = orders
 
     def adopt(self, other: Database, rel: str) -> None:
         """Take over ``rel``'s rows and indexes from ``other`` (which must not use them
@@ -99,6 +147,8 @@ class Database:
             return
         self.full[rel] = rows
         self._rows += len(rows)
+        if rel in other.orders:
+            self.orders[rel] = other.orders[rel]
         for key, ix, cols in other._by_rel.get(rel, ()):
             self.indexes[(rel, cols)] = ix
             self._by_rel[rel].append([key, ix, cols])
@@ -107,6 +157,8 @@ class Database:
         """Add rows not yet present (callers filter out known rows)."""
         if not rows:
             return
+        self.orders.pop(rel, None)  # indexes built from now on: of the rows as they are
+        self._settle(rel)
         full = self.ensure(rel)
         before = len(full)
         full.update(dict.fromkeys(rows, level))
@@ -118,14 +170,19 @@ class Database:
                 if ordered is None:
                     ordered = list(rows)
                 self._add_unique(rel, entry, ordered)
+            elif type(ix) is SortedIndex and ix.unique:
+                self._add_sorted_unique(rel, entry, rows)
             else:
                 # one pass, the buckets' code inline (no call a row): twice as fast as an
                 # index of the new rows built first and merged a key at a time, whether
                 # the keys are new or old (benchmarks/RESULTS.md, "The conformance-shaped
                 # cases, continued")
                 get = ix.get
+                put = ix.put if type(ix) is SortedIndex else None
                 for row in rows:
                     k = key(row)
+                    if put is not None and put(k, row):  # kept aside (many rows)
+                        continue
                     bucket = get(k)
                     if bucket is None:
                         ix[k] = (row,)
@@ -136,6 +193,20 @@ class Database:
                         bucket[row] = None
         for fn in self.watchers.get(rel, ()):
             fn(rows, True)
+
+    def _add_sorted_unique(self, rel: str, entry: list[Any], rows: Collection[Row]) -> None:
+        """Add rows to a unique :class:`SortedIndex` (kept over its sorted rows); at the
+        first key with a second row, replace it by an ordinary index of every row (the
+        relation's rows already hold the new ones), as :meth:`_add_unique` does."""
+        key, ix, cols = entry
+        for row in rows:
+            k = key(row)
+            old = ix.row(k)
+            if old is None:
+                ix[k] = (row,)
+            elif old != row:
+                entry[1] = self.indexes[(rel, cols)] = build_index(self.full[rel], key)
+                return
 
     def _add_unique(self, rel: str, entry: list[Any], rows: list[Row]) -> None:
         """Add rows to a unique index; at the first key with a second row, replace it by an
@@ -172,17 +243,22 @@ class Database:
         """Remove rows that are present."""
         if not rows:
             return
+        self.orders.pop(rel, None)
+        self._settle(rel)
         full = self.ensure(rel)
         for row in rows:
             del full[row]
         self._rows -= len(rows)
         for key, ix, _ in self._by_rel.get(rel, ()):
-            if type(ix) is UniqueIndex:
+            if type(ix) is UniqueIndex or (type(ix) is SortedIndex and ix.unique):
                 for row in rows:
                     del ix[key(row)]
                 continue
+            drop = ix.drop if type(ix) is SortedIndex else None
             for row in rows:
                 k = key(row)
+                if drop is not None and drop(k, row):  # kept aside (many rows)
+                    continue
                 bucket = ix[k]
                 if type(bucket) is tuple:
                     del ix[k]

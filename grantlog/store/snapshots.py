@@ -28,10 +28,12 @@ import json
 import marshal
 import sys
 from collections.abc import Iterable
-from itertools import chain
+from itertools import chain, islice
+from operator import gt, itemgetter
 from typing import Any
 
 from grantlog.engine.core import ir
+from grantlog.engine.core.index import SortedRows
 
 #: grantlog/store/base.py's store (which calls this module: typed loosely, no import cycle)
 Store = Any
@@ -45,6 +47,11 @@ MIN_ROWS = 10_000
 FORMAT = f"marshal{marshal.version}-py{sys.version_info[0]}.{sys.version_info[1]}"
 #: the value types a snapshot's rows may hold (what the drivers give for a fact's columns)
 _VALUES = frozenset({str, int, float})
+#: the blob's entry of the rows sorted per column (not a relation's name)
+ORDERS = "#orders"
+#: columns of one of these value types are kept sorted (values of one type compare as
+#: Python's dict finds them equal: no NaN, no mix of strings and numbers)
+_SORTABLE = ({str}, {int})
 
 
 def _blob_type(st: Store) -> str:
@@ -80,10 +87,29 @@ def write(st: Store, min_rows: int | None = None) -> int | None:
             meta[rel] = {"columns": list(t.columns), "rows": len(rows)}
         if not kept:
             return None
+        # the same row objects sorted per column (marshal writes each row once, then
+        # references to it): an open reads a big relation's one-column indexes by
+        # bisection over them instead of building hash indexes (engine/core/index.py)
+        orders = {rel: _orders(rows) for rel, rows in kept.items()}
         cur.execute(st._sql(f"INSERT INTO {TABLE} (id, revision, format, relations, data) "
                             "VALUES (1, ?, ?, ?, ?)"),
-                    (w.revision, FORMAT, json.dumps(meta), marshal.dumps(kept)))
+                    (w.revision, FORMAT, json.dumps(meta),
+                     marshal.dumps({**kept, ORDERS: orders})))
         return int(w.revision)
+
+
+def _orders(rows: list[ir.Row]) -> dict[int, list[ir.Row]]:
+    """``rows`` sorted (stably) on each column whose values are all of one sortable type;
+    ``rows`` itself where it is already in that order (a table read in its key's order)."""
+    out = {}
+    for c in range(len(rows[0]) if rows else 0):
+        key = itemgetter(c)
+        if set(map(type, map(key, rows))) in _SORTABLE:
+            if not any(map(gt, map(key, rows), map(key, islice(rows, 1, None)))):
+                out[c] = rows
+            else:
+                out[c] = sorted(rows, key=key)
+    return out
 
 
 def drop(st: Store) -> None:
@@ -143,12 +169,36 @@ def read(st: Store, cur: Any, relations: Iterable[str]) -> dict[str, list[ir.Row
         return {}
     if not isinstance(data, dict):
         return {}
+    orders = data.get(ORDERS)
     out: dict[str, list[ir.Row]] = {}
     for rel in wanted:
         rows: Any = data.get(rel)
         if _intact(rows, len(meta[rel]["columns"]), meta[rel].get("rows")):
-            out[rel] = rows
+            by = _sorted(rows, orders.get(rel) if isinstance(orders, dict) else None)
+            out[rel] = rows if by is None else SortedRows(rows, by)
     return out
+
+
+def _sorted(rows: list[ir.Row], orders: Any) -> dict[int, list[ir.Row]] | None:
+    """The rows' orders per column as kept (:func:`_orders`), those that hold ``rows``: the
+    rows themselves, or as many of the same objects (the same sum of identities, at C
+    speed; marshal wrote each row once and references to it after)."""
+    if not isinstance(orders, dict) or not rows:
+        return None
+    ids = None
+    out = {}
+    for c, order in orders.items():
+        if not (type(c) is int and 0 <= c < len(rows[0]) and type(order) is list):
+            continue
+        if order is not rows:
+            if len(order) != len(rows):
+                continue
+            if ids is None:
+                ids = sum(map(id, rows))
+            if sum(map(id, order)) != ids:
+                continue
+        out[c] = order
+    return out or None
 
 
 def _intact(rows: Any, arity: int, count: Any) -> bool:

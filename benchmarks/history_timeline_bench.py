@@ -38,6 +38,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -86,6 +87,107 @@ def pairs(r: grantlog.Reasoner, w: hw.World, k: int, rng: random.Random,
     return out
 
 
+def prove(r: grantlog.Reasoner, w: hw.World, asked: list[tuple[str, str, str]],
+          found: dict[tuple[str, str, str], list[Any]], verify: int) -> dict[str, Any]:
+    """``r.timeline(*q, proofs=True)`` of each pair (first call: the why at each interval's
+    start and the why-not at its end by point reads, engine/answer/timed_proofs.py), p50/p95
+    over the pairs and per explanation; ``verify`` edges' explanations compared with the
+    rebuilt reasoner's, each in a child process (it holds a revision of the whole store)."""
+    took, cpu, per = [], [], []
+    shown: list[tuple[str, int, Any]] = []
+    for q in asked:
+        gc.collect()
+        t, c = time.perf_counter(), time.process_time()
+        got = r.timeline(*q, proofs=True)
+        took.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+        assert [i.interval for i in got] == found[q]
+        n = sum(1 if i.end is None else 2 for i in got)
+        if n:
+            per.append(cpu[-1] / n)
+        shown += [(i.why.goal, e.revision, x) for i in got
+                  for e, x in ((i.start, i.why), (i.end, i.why_not)) if e is not None]
+        print(f"  with proofs {q}: {took[-1] * 1000:.1f} ms ({cpu[-1] * 1000:.1f} ms CPU), "
+              f"{len(got)} intervals, {n} explanations")
+    print(f"timeline with proofs ({len(took)} pairs, first call): p50 {pct(took, .5):.1f} ms, "
+          f"p95 {pct(took, .95):.1f} ms, max {pct(took, 1):.1f} ms; CPU time p50 "
+          f"{pct(cpu, .5):.1f} ms, p95 {pct(cpu, .95):.1f} ms; per explanation (CPU) p50 "
+          f"{pct(per, .5):.1f} ms, p95 {pct(per, .95):.1f} ms")
+    import multiprocessing
+
+    picked = random.Random(7).sample(shown, min(verify, len(shown)))
+    fork = multiprocessing.get_context("fork")
+    for goal, rev, ex in picked:  # whys and why-nots, as they come
+        t = time.perf_counter()
+        took_it, give = fork.Pipe(duplex=False)
+        child = fork.Process(target=_rebuilt, args=(give, r, goal, rev))  # forked: r shared
+        child.start()
+        want = took_it.recv()
+        child.join()
+        assert want == ex.to_dict(), (goal, rev)
+        print(f"  {goal} at {rev} ({'why' if ex.holds else 'why-not'}): the rebuilt "
+              f"reasoner's explanation, {time.perf_counter() - t:.1f} s to rebuild")
+    return {"proofs_ms": [pct(took, .5), pct(took, .95)],
+            "proofs_cpu_ms": [pct(cpu, .5), pct(cpu, .95)],
+            "proof_cpu_ms_per_explanation": [pct(per, .5), pct(per, .95)] if per else None,
+            "proofs_verified": len(picked)}
+
+
+def _rebuilt(give: Any, r: grantlog.Reasoner, goal: str, rev: int) -> None:
+    give.send(r.explain(goal, at_revision=rev).to_dict())
+
+
+def timed_pairs(r: grantlog.Reasoner, w: hw.World, asked: list[tuple[str, str, str]],
+                rng: random.Random) -> list[tuple[str, str, str]]:
+    """``asked`` with every other pair after the focus pair replaced by one whose grant
+    some transaction wrote with a validity interval (a ``@valid`` row: history_world.py
+    ``expiring``): a user holding that role at the head, asked for that privilege."""
+    roles: dict[str, set[str]] = {}
+    for principal, role in r.rows("role_of"):
+        roles.setdefault(str(role), set()).add(str(principal))
+    groups: dict[str, set[str]] = {}
+    for u, g in r.rows("member"):
+        groups.setdefault(str(g), set()).add(str(u))
+    con = sqlite3.connect(w.path)
+    out = list(asked)
+    try:
+        for n in range(1, len(out), 2):
+            for _ in range(200):
+                got = con.execute("SELECT row FROM grantlog_log WHERE relation = '@valid' AND "
+                                  "sign = 1 AND revision >= ? ORDER BY revision LIMIT 1",
+                                  (rng.randint(2, w.head),)).fetchone()
+                if got is None:
+                    continue
+                rel, fact, _, _ = json.loads(got[0])
+                role, priv, obj, _ = json.loads(fact)
+                if rel != "privilege" or priv not in ("select_table", "modify_table") \
+                        or obj.count(".") != 3:
+                    continue
+                users = sorted({u for p in roles.get(role, ()) for u in groups.get(p, {p})})
+                if users and (pair := (rng.choice(users), priv, obj)) not in out:
+                    out[n] = pair
+                    break
+    finally:
+        con.close()
+    return out
+
+
+def verify_moments(r: grantlog.Reasoner, q: tuple[str, str, str], ivs: list[Any]) -> int:
+    """The first 3 intervals' edges against as-of checks at their moment and just before
+    (a revision and a time: the rebuilt reasoner, engine/answer/validity.py)."""
+    n = 0
+    for i in ivs[:3]:
+        for e, holds in ((i.start, True), (i.end, False)):
+            if e is None or e.committed_at is None or (holds and i.held_before):
+                continue
+            before = (e.revision, e.committed_at - 1e-6) if e.passed else \
+                (e.revision - 1, e.committed_at)
+            for (rev, t), want in (((e.revision, e.committed_at), holds), (before, not holds)):
+                assert r.check(*q, at_revision=rev, now=t).allowed == want, (q, rev, t)
+                n += 1
+    return n
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tables", type=int, default=100_000)
@@ -95,12 +197,22 @@ def main() -> None:
     ap.add_argument("--verify", type=int, default=3)
     ap.add_argument("--verify-revisions", type=int, default=20)
     ap.add_argument("--replay", type=int, default=0)
+    ap.add_argument("--proofs", type=int, default=0,
+                    help="the first N pairs also asked with proofs (timed_proofs.py)")
+    ap.add_argument("--proofs-verify", type=int, default=0,
+                    help="edges whose proofs are compared with the rebuilt reasoner's "
+                    "(each in a child process: ~1.5 GB at 1M)")
     ap.add_argument("--path", default=None, help="the store (default: under /tmp)")
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--json", default=None, help="write the figures here too")
+    ap.add_argument("--expiring", type=float, default=0.0,
+                    help="the share of the history's grants written with a validity interval "
+                    "(history_world.py: expiring and scheduled; a store of its own)")
     a = ap.parse_args()
-    path = a.path or f"/tmp/grantlog-history-{a.tables}x{a.transactions}.db"
-    w = hw.build(path, a.tables, a.transactions, every=a.every, log=print)
+    path = a.path or f"/tmp/grantlog-history-{a.tables}x{a.transactions}" \
+        f"{f'-exp{a.expiring}' if a.expiring else ''}.db"
+    w = hw.build(path, a.tables, a.transactions, every=a.every, log=print,
+                 expiring=a.expiring)
     print(f"store {w.url}: head {w.head:,}")
     t0 = time.perf_counter()
     r = grantlog.Reasoner(w.program, store=w.url, follow=False)
@@ -108,6 +220,8 @@ def main() -> None:
     print(f"reasoner over the store, first check now: {time.perf_counter() - t0:.1f}s")
     rng = random.Random(a.seed)
     asked = pairs(r, w, a.pairs + 1, rng)
+    if a.expiring:  # half of them (not the focus pair) granted with a validity interval
+        asked = timed_pairs(r, w, asked, rng)
     warm, asked = asked[-1], asked[:-1]
     timed.decided(r, (0, 1, 2), warm)  # the plans, made once per program
     gc.collect()
@@ -124,8 +238,10 @@ def main() -> None:
         n_iv.append(len(ivs))
         lookups.append(d.lookups)
         read.append(d.rows_read)
+        moments = sum(1 for i in ivs for e in (i.start, i.end) if e is not None and e.passed)
         print(f"  {q}: {took[-1] * 1000:.1f} ms ({cpu[-1] * 1000:.1f} ms CPU), {len(ivs)} "
-              f"intervals, {d.lookups} lookups, {d.rows_read} rows read")
+              f"intervals ({moments} edges at validity bounds), {d.lookups} lookups, "
+              f"{d.rows_read} rows read")
     print(f"timeline of one (subject, resource) over revisions 0..{w.head:,} "
           f"({len(took)} pairs, first call): p50 {pct(took, .5):.1f} ms, "
           f"p95 {pct(took, .95):.1f} ms, max {pct(took, 1):.1f} ms; CPU time p50 "
@@ -137,6 +253,9 @@ def main() -> None:
     checked = 0
     for q in asked[:a.verify]:
         ivs = found[q]
+        if a.expiring:  # at moments: as-of checks at a revision and a time (rebuilt)
+            checked += verify_moments(r, q, ivs)
+            continue
         revs = {rng.randint(0, w.head) for _ in range(a.verify_revisions)}
         for i in ivs[:10]:
             revs |= {i.start.revision, i.start.revision - 1}
@@ -160,6 +279,7 @@ def main() -> None:
         assert list(got.intervals.get((), [])) == found[q], q
         print(f"  replay of the log (before), {q}: {replayed[-1]:.1f} s, same intervals")
         gc.collect()
+    proofs = prove(r, w, asked[:a.proofs], found, a.proofs_verify) if a.proofs else {}
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"max RSS {rss:,.0f} MiB; load average {os.getloadavg()[0]:.1f}")
     if a.json:
@@ -167,7 +287,7 @@ def main() -> None:
             "tables": a.tables, "transactions": a.transactions, "head": w.head,
             "timeline_ms": [pct(took, .5), pct(took, .95)],
             "timeline_cpu_ms": [pct(cpu, .5), pct(cpu, .95)], "intervals": n_iv,
-            "lookups": lookups, "rows_read": read, "replay_s": replayed,
+            "lookups": lookups, "rows_read": read, "replay_s": replayed, **proofs,
             "max_rss_mib": rss}, indent=1))
     r.close()
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from conftest import examples
+from grantlog.engine.answer import timelines
 from grantlog.engine.answer.history import Edge, Interval
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -144,9 +145,15 @@ class World:
         return sorted(set(out), key=lambda m: (m[1], m[0]))
 
 
-def _write(url: str, history: list[Any], clock: Clock) -> tuple[grantlog.Reasoner, World]:
+def _write(url: str, history: list[Any], clock: Clock,
+           folded: bool = True) -> tuple[grantlog.Reasoner, World]:
+    """The history written (``folded``: the temporal table kept from the start, so the
+    timelines are evaluated over it; else only from a "checkpoint" step on)."""
     w = World()
     r = grantlog.Reasoner(POLICY_A, store=url, create=True, follow=False)
+    if folded:
+        assert r.store is not None
+        r.store.checkpoint()
     model: dict[Fact, Bounds] = {}
     policy = POLICY_A
     for n, step in enumerate(history):
@@ -180,16 +187,23 @@ def _write(url: str, history: list[Any], clock: Clock) -> tuple[grantlog.Reasone
     return r, w
 
 
-def _expected(w: World, first: int, holds: Any) -> dict[Any, list[tuple[Any, Any]]]:
+def _expected(w: World, first: int, holds: Any, until: int | None = None,
+              at: float | None = None) -> dict[Any, list[tuple[Any, Any]]]:
     """Per key, the intervals ``((revision, time) of the start, of the end or None)`` of
-    ``holds(fresh, t)`` (the keys holding) over the moments from ``first``; an interval that
-    held at ``first`` starts at ``(first, None)`` (``first`` is 0 or the horizon, whose
-    transaction the compaction dropped)."""
+    ``holds(fresh, t)`` (the keys holding) over the moments from ``first`` (to revision
+    ``until``'s commit: no edge after it); an interval that held at ``first`` starts at
+    ``(first, at)`` (``at``: None where ``first`` is 0 or the horizon, whose transaction the
+    compaction dropped)."""
     out: dict[Any, list[tuple[Any, Any]]] = {}
     opened: dict[Any, Any] = {}
-    for i, (rev, t) in enumerate(w.moments(first)):
+    moments = w.moments(first)
+    if until is not None:
+        end = w.at[until]
+        moments = [m for i, m in enumerate(moments) if i == 0 or m[0] < until
+                   or (end is not None and m[0] == until and m[1] <= end)]
+    for i, (rev, t) in enumerate(moments):
         now = holds(w.fresh(rev, t), t)
-        edge = (first, None) if i == 0 else (rev, t)  # held at first: from first
+        edge = (first, at) if i == 0 else (rev, t)  # held at first: from first
         for k in now - set(opened):
             opened[k] = edge
         for k in set(opened) - now:
@@ -219,6 +233,18 @@ def _timelines_agree(r: grantlog.Reasoner, w: World, first: int) -> None:
         want = _expected(w, first, lambda f, now, o=o, x=x: {
             (s,) for s in f.who(o, x, now=now)})
         assert {k: _shape(v) for k, v in t.intervals.items()} == want, (o, x)
+        if timelines.keyed is _no_replay:  # and the replay's edges: authors, facts passed
+            assert t.to_dict() == _REPLAY(
+                r, {"operation": o, "resource": x}, ("subject",), None, None,
+                lambda live, o=o, x=x: {(s,) for s in live.who(o, x)},
+                lambda row, o=o, x=x: (row[0],) if row[1:] == (o, x) else None).to_dict()
+    head = len(w.at) - 1  # and a stretch inside, from a revision to another's commit
+    since, until = first + (head - first) // 3, first + 2 * (head - first) // 3
+    for o, x in itertools.product(OPS, RES):
+        t = r.resource_timeline(o, x, since=since, until=until)
+        want = _expected(w, since, lambda f, now, o=o, x=x: {
+            (s,) for s in f.who(o, x, now=now)}, until, None if since == first else w.at[since])
+        assert {k: _shape(v) for k, v in t.intervals.items()} == want, (o, x, since, until)
     for u in USERS:
         t = r.subject_timeline(u)
         want = _expected(w, first, lambda f, now, u=u: {
@@ -247,12 +273,26 @@ def _as_of_agree(r: grantlog.Reasoner, w: World, first: int) -> None:
                 list(fresh.list(u, "read", now=t))
 
 
-def _run(url: str, history: list[Any], keep: int, monkeypatch: pytest.MonkeyPatch) -> None:
+#: the replay of the log (engine/answer/timelines.py), compared with where it is not taken
+_REPLAY = timelines.keyed
+
+
+def _no_replay(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("the log was replayed: the timeline was not evaluated over the "
+                         "temporal table's intervals (engine/answer/timed.py)")
+
+
+def _run(url: str, history: list[Any], keep: int, monkeypatch: pytest.MonkeyPatch,
+         folded: bool = True) -> None:
+    """``folded``: the timelines must be evaluated over the temporal table (the replay of
+    the log fails); else, without a "checkpoint" step, they are the replay's."""
     clock = Clock()
     monkeypatch.setattr(store_base, "time", types.SimpleNamespace(
         time=clock.time, monotonic=time.monotonic, sleep=time.sleep,
         perf_counter=time.perf_counter))
-    r, w = _write(url, history, clock)
+    if folded:
+        monkeypatch.setattr(timelines, "keyed", _no_replay)
+    r, w = _write(url, history, clock, folded)
     if r.revision == 0:  # nothing written (no transaction changed anything): no history
         r.close()
         return

@@ -4,8 +4,13 @@ own: the grants and memberships that give it) and, over a store's history, what 
 since a revision or a date (gained, lost, by which transaction and author).
 
 Built from the other questions: a query of the decision relation with the reviewed argument
-bound (the current entries), ``explain`` (the paths: a proof's ``fact`` leaves) and the keyed
-timelines of engine/answer/timelines.py (the changes). A role is read from the model's
+bound (the current entries), ``explain`` (the paths: a proof's ``fact`` leaves) and the
+timelines of engine/answer/timelines.py (the changes). A subject's or a resource's changes are
+the decision rows with that argument evaluated over revision intervals (engine/answer/timed.py
+``decided``: no replay), where the store has a temporal table and no fact has a validity
+interval; a role's, and anything else, replay the log (``keyed``). A path at a past revision
+(an entry lost since) is explained by point reads at that revision
+(engine/answer/timed_proofs.py), not by a reasoner rebuilt for it. A role is read from the model's
 structure: its holding relations are the binary relations with a column named ``role`` (the
 prelude's ``holds(principal, role)``), those that rules derive when there are any; a model
 with none has no roles (``no-roles``). A role's entries are the decisions of its holders
@@ -21,8 +26,9 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from ..core import arguments, ir
 from ..core.hierarchy_roles import hierarchy_roles
-from .history import Edge, past
-from .timelines import AccessTimeline, Key, keyed, pattern
+from . import timed, timed_proofs
+from .history import Edge
+from .timelines import AccessTimeline, Key, _over, keyed, pattern
 
 Reasoner = Any
 #: the version of :meth:`Review.to_dict`'s layout (docs/history.md describes it)
@@ -139,10 +145,18 @@ def _decisions(r: Reasoner, subject: ir.Value | None, resource: ir.Value | None)
             for b in r.query(pattern(r.program.decision, atom))}
 
 
-def _path(r: Reasoner, key: Key) -> tuple[list[str], set[ir.Value]]:
-    """The base facts of ``key``'s proof at ``r`` and the values they name."""
-    ex = r.explain(ir.show_atom(r.program.decision, key))
-    tree = hierarchy_roles(r.program).stored  # where the objects sit: not a grant
+def _path(r: Reasoner, key: Key, at: int | None = None) -> tuple[list[str], set[ir.Value]]:
+    """The base facts of ``key``'s proof at ``r`` (``at``: at that past revision, under the
+    policy in force then) and the values they name."""
+    if at is None:
+        program = r.program
+        ex = r.explain(ir.show_atom(program.decision, key))
+    else:
+        journal = r.journal
+        assert journal is not None
+        program = journal.policy_at(at) or r.program
+        ex = timed_proofs.explain_at(r, at, ir.show_atom(program.decision, key))
+    tree = hierarchy_roles(program).stored  # where the objects sit: not a grant
     facts: dict[str, None] = {}
     values: set[ir.Value] = set()
     if ex.holds and ex.proof is not None:
@@ -198,19 +212,22 @@ def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
                 return row if row[2] == resource else None
             return row if row[0] in who else None
 
-        timeline = keyed(r, {"kind": kind, "of": of}, ("subject", "operation", "resource"),
-                         since, None, start, select)
+        names = ("subject", "operation", "resource")
+        # a subject's or a resource's decisions over revision intervals; else the replay
+        over = None if kind == "role" else timed.decided(
+            r, (0,) if kind == "subject" else (2,), (of,), since)
+        timeline = keyed(r, {"kind": kind, "of": of}, names, since, None, start, select) \
+            if over is None else _over(over, {"kind": kind, "of": of}, names, tuple)
         first = timeline.first
         before = timeline.at(first)
         for c in timeline.changes():
             if kind == "role":  # through the role: its proof names it then
                 at = c.edge.revision if c.gained else c.edge.revision - 1
-                if at < 0 or of not in _path(past(r, at, None), c.key)[1]:
+                if at < 0 or of not in _path(r, c.key, at)[1]:
                     continue
             events.setdefault(c.key, []).append(Event(c.gained, c.edge))
         if kind == "role":  # held through the role then (it may hold another way now)
-            then = past(r, first, None)
-            keep |= {k for k in before if of in _path(then, k)[1]}
+            keep |= {k for k in before if of in _path(r, k, first)[1]}
     entries = []
     for k in sorted(keep | events.keys(), key=ir.row_key):
         if since is None:
@@ -226,7 +243,7 @@ def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
         else:
             gone = [e for e in events.get(k, ()) if not e.gained]
             was = gone[-1].edge.revision - 1 if gone else first
-            path = _path(past(r, was, None), k)[0] if was is not None and was >= 0 else []
+            path = _path(r, k, was)[0] if was is not None and was >= 0 else []
         entries.append(Entry(k[0], k[1], k[2], change, tuple(path),
                              tuple(events.get(k, ()))))
     return Review(kind, of, int(r.revision), first, tuple(entries), tuple(holders), timeline)

@@ -22,14 +22,34 @@ interval. The decision's revisions become the timeline's intervals, each edge th
 that opened or closed it (its revision, commit time, author, reason and ticket: read for these
 revisions only).
 
+**Validity intervals** (expiring and scheduled grants: engine/answer/validity.py). A fact
+stored with an interval holds at a point of the timeline when its ``@valid`` row is present
+at the revision and ``valid_from <= t < valid_until`` at the moment; a rule file's fact with
+one, when the moment is inside it. The timeline then also changes between two commits, when
+time passes a bound (as the replay's clock passes it: timelines.py ``keyed``, ``passing``).
+Chosen: one axis (engine/answer/spans.py ``Moments``), commits and moments in the order the
+replay meets them, each point an integer — ``R << 64`` the commit of revision ``R``, a bound
+``t`` passed while ``R`` is in force just after it (``R``: the last revision committed before
+``t``, one indexed read per distinct bound) — so a fact's revisions and its interval's moments
+are both intervals of it and the evaluation above runs unchanged, on the same spans. The
+alternative, a two-dimensional domain of revision stretches x time, would turn each fact into
+rectangles and each join and negation into rectangle algebra (a negation fragments them),
+for the same answer read along the same path. The axis is used only when the stretch has
+intervals (an indexed probe; else the spans are plain revisions, as before); the facts with
+an interval are read by the partial indexes of the ``@valid`` rows (the fact's relation and
+one of its values: grantlog/store/checkpoints.py ``point_indexes``). An edge at a moment is
+an :class:`~engine.answer.history.Edge` of the revision in force, the moment as its
+``committed_at`` and ``passed`` the facts whose interval started or ended then (read by the
+bounds' indexes), as the replay gives it. Commit times are taken to grow with revisions (as
+a store writes them).
+
 Where this does not apply, :func:`decided` returns None and engine/answer/timelines.py replays
-the log: a journal without a temporal table (no checkpoint taken), and facts with a validity
-interval in the stretch or in the rule files (they start and end between revisions, at times:
-engine/answer/validity.py).
+the log: a journal without a temporal table (no checkpoint taken).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,10 +59,12 @@ from grantlog.grammar.facts import collector_paused
 from ..core import ir
 from ..core.journal import VALID, TimedReader
 from ..core.terms import compare
+from ..core.times import INF, show
+from ..plan.codegen import key_binding
 from ..plan.join import Assign, Filter, NegCheck, RulePlan, Scan, plan_bound
-from . import pointread
+from . import pointread, validity
 from .history import Edge, Interval, _bound
-from .spans import Spans, meet, merge, minus
+from .spans import MASK, SHIFT, Moments, Spans, meet, merge, micros, minus
 
 Reasoner = Any
 Key = tuple[ir.Value, ...]
@@ -61,12 +83,15 @@ class TimedContext:
     ``program`` answered with their rows' intervals (see the module docstring)."""
 
     def __init__(self, r: Reasoner, program: ir.Program, reader: TimedReader, first: int,
-                 last: int) -> None:
+                 last: int, moments: Axis | None = None) -> None:
         self.source = program
         self.program, self.own, self.plans = pointread.planned(r, program)
         self.reader = reader
         self.first, self.last = first, last
-        self.whole: Spans = [(first, last + 1)]
+        #: with validity intervals: the axis of commits and moments the spans are on
+        self.moments = moments
+        self.whole: Spans = [(first, last + 1)] if moments is None else \
+            moments.stretch(first, last)
         self.derived = frozenset(program.derived)
         self.memo: dict[_Lookup, Answer] = {}
         #: recursive lookups not complete yet (their component's leader is evaluating)
@@ -111,9 +136,20 @@ class TimedContext:
             if rel in self.source.relations:
                 got = dict(self.reader.rows(rel, {} if c is None else {c: v}, self.first,
                                             self.last))  # type: ignore[arg-type]
+                if self.moments is not None:
+                    got = self._timed(rel, {} if c is None else {c: v}, got)
+            timed = self.source.validity.get(rel) if self.moments is not None else None
             for row in self.own.get(rel, ()):
                 if c is None or row[c] == v:
-                    got[row] = self.whole
+                    iv = timed.get(row) if timed else None
+                    if iv is None:
+                        got[row] = self.whole
+                    else:  # a rule file's fact with an interval
+                        assert self.moments is not None
+                        got[row] = merge([*got.get(row, ()),
+                                          *self.moments.valid(self.whole, *iv)])
+                        if not got[row]:
+                            del got[row]
             self._read[k] = got
         if len(cols) <= 1:
             return got
@@ -125,6 +161,22 @@ class TimedContext:
             for row, s in got.items():
                 groups.setdefault(tuple(row[i] for i in cols), {})[row] = s
         return groups.get(key, _NONE)
+
+    def _timed(self, rel: str, bound: dict[int, ir.Value], got: Answer) -> Answer:
+        """The stored facts ``got`` on the axis of moments, with the facts of ``rel``
+        stored with a validity interval (while it holds)."""
+        m = self.moments
+        assert m is not None
+        out = {row: m.revisions(s) for row, s in got.items()}
+        if not m.has_timed(rel):
+            return {row: s for row, s in out.items() if s}
+        for vrow, s in self.reader.timed(rel, bound, self.first, self.last).items():
+            fact, lo, hi = m.interval(vrow)
+            both = m.valid(m.revisions(s), lo, hi, (str(vrow[2]), str(vrow[3])))
+            if both:
+                had = out.get(fact)
+                out[fact] = both if not had else merge([*had, *both])
+        return {row: s for row, s in out.items() if s}
 
     def _scan(self, rel: str, c: int) -> bool:
         """Whether lookups of ``rel`` by column ``c`` are answered from one read of the
@@ -228,20 +280,14 @@ class TimedContext:
             for row, s in self.base(rel, cols, key).items():
                 parts.setdefault(row, []).append(s)
         for rule in self._rules(rel, cols, key):
-            env: dict[str, ir.Value] = {}
-            for c, v in zip(cols, key, strict=True):
-                t = rule.head.args[c]
-                if isinstance(t, ir.Const):
-                    if t.value != v:
-                        break
-                elif env.setdefault(t.name, v) != v:
-                    break
-            else:
-                plan = self._plan(rule, frozenset(env))
-                for e, s in self._run(plan, env):
-                    row = tuple(e[t.name] if isinstance(t, ir.Var) else t.value
-                                for t in plan.head.args)
-                    parts.setdefault(row, []).append(s)
+            env = key_binding(tuple(rule.head.args[c] for c in cols), key)
+            if env is None:
+                continue
+            plan = self._plan(rule, frozenset(env))
+            for e, s in self._run(plan, env):
+                row = tuple(e[t.name] if isinstance(t, ir.Var) else t.value
+                            for t in plan.head.args)
+                parts.setdefault(row, []).append(s)
         return {row: p[0] if len(p) == 1 else merge(x for s in p for x in s)
                 for row, p in parts.items()}
 
@@ -304,11 +350,40 @@ def _key(terms: tuple[ir.Term, ...], env: Mapping[str, ir.Value]) -> Key:
 # -- timelines ---------------------------------------------------------------------------------
 
 
+class Axis(Moments):
+    """:class:`~engine.answer.spans.Moments` over a journal's timed reader: the revision in
+    force at a moment read by its commit times' index, the validity intervals decoded once,
+    whether a relation has any in the stretch asked once."""
+
+    def __init__(self, reader: TimedReader, first: int, last: int, start: float,
+                 end: float | None) -> None:
+        super().__init__(first, last, start, end, reader.revision_before)
+        self.reader = reader
+        self._has: dict[str, bool] = {}
+        self._decoded: dict[ir.Row, tuple[ir.Row, float, float]] = {}
+
+    def has_timed(self, rel: str) -> bool:
+        got = self._has.get(rel)
+        if got is None:
+            got = self._has[rel] = self.reader.present(VALID, {0: rel}, self.first, self.last)
+        return got
+
+    def interval(self, vrow: ir.Row) -> tuple[ir.Row, float, float]:
+        """The fact a validity row is of and its bounds (seconds; unbounded: infinite)."""
+        got = self._decoded.get(vrow)
+        if got is None:
+            _, fact, (lo, hi) = validity.decode(vrow)
+            got = self._decoded[vrow] = (fact, lo, hi)
+        return got
+
+
 @dataclass(frozen=True)
 class Decided:
     """The decision rows matching a key between revisions ``first`` and ``last``, each
-    with its intervals (``edges``: the transactions of their ends, by revision); ``lookups``
-    and ``rows_read``: what the reader did."""
+    with its intervals (``edges``: the transactions, or the moments, of their ends);
+    ``lookups`` and ``rows_read``: what the reader did. The intervals are of positions:
+    revisions, or with validity intervals the points of the axis of commits and moments
+    (engine/answer/spans.py ``Moments``) from ``start`` to ``end`` (excluded)."""
 
     first: int
     last: int
@@ -316,22 +391,27 @@ class Decided:
     edges: dict[int, Edge]
     lookups: int
     rows_read: int
+    start: int = -1
+    end: int = -1
 
-    def edge(self, revision: int) -> Edge:
-        return self.edges.get(revision, Edge(revision))
+    def edge(self, position: int) -> Edge:
+        return self.edges.get(position, Edge(position))
 
     def intervals(self, row: ir.Row) -> list[Interval]:
         """``row``'s intervals as a timeline gives them (the first one held already at
         ``first`` when it starts there; the last still holds when it ends after ``last``)."""
-        return [Interval(self.edge(lo), None if hi > self.last else self.edge(hi),
-                         lo == self.first) for lo, hi in self.rows.get(row, [])]
+        start = self.first if self.start < 0 else self.start
+        end = self.last + 1 if self.end < 0 else self.end
+        return [Interval(self.edge(lo), None if hi >= end else self.edge(hi), lo == start)
+                for lo, hi in self.rows.get(row, [])]
 
 
 def decided(r: Reasoner, cols: tuple[int, ...], key: Key, since: object = None,
             until: object = None) -> Decided | None:
     """The rows of ``r``'s decision relation whose ``cols`` are ``key`` with the revisions
     between ``since`` and ``until`` (revisions, or times as ``as_of`` takes them; default:
-    the oldest revision kept and the head) they held in; None where this path does not
+    the oldest revision kept and the head) they held in (with validity intervals: the
+    points of commits and moments, see the module docstring); None where this path does not
     apply (see the module docstring: timelines.py replays the log)."""
     journal = r.journal
     make = getattr(journal, "timed_reader", None)
@@ -358,26 +438,82 @@ def decided(r: Reasoner, cols: tuple[int, ...], key: Key, since: object = None,
         if program is not r.program and _digest(program) == _digest(r.program):
             program = r.program  # its plans are made already
         d = program.relations.get(program.decision)
-        if program.validity or d is None or d.arity != 3:
-            return None  # validity intervals: by the clock; no decision: replay's error
+        if d is None or d.arity != 3:
+            return None  # no decision: the replay's error
         stretches.append((program, lo, hi - 1))
-    if reader.rows(VALID, {}, first, last):
-        return None
     parts: dict[ir.Row, list[tuple[int, int]]] = {}
+    axis = None  # (the journal's own reads first: not inside the reader's transaction)
+    if any(p.validity for p, _, _ in stretches) or reader.present(VALID, {}, first, last):
+        axis = _axis(journal, reader, first, last, until is None)
     # one read of the store (one snapshot); bounded work with no cycles among what it makes:
     # a collection would walk the whole reasoner
     with reader.reading(), collector_paused():
         for program, lo, hi in stretches:
-            ctx = TimedContext(r, program, reader, lo, hi)
+            ctx = TimedContext(r, program, reader, lo, hi, axis)
             for row, s in ctx.lookup(program.decision, cols, key).items():
                 parts.setdefault(row, []).extend(s)
-    rows = {row: merge(p) for row, p in parts.items()}
-    rows = {row: s for row, s in rows.items() if s}
-    ends = {x for s in rows.values() for iv in s for x in iv if x <= last}
-    edges = {rev: Edge(rev, c.committed_at, c.author, c.reason, c.ticket)
-             for rev, c in reader.transactions(ends).items()}
+        rows = {row: merge(p) for row, p in parts.items()}
+        rows = {row: s for row, s in rows.items() if s}
+        if axis is None:
+            ends = {x for s in rows.values() for iv in s for x in iv if x <= last}
+            edges = {rev: Edge(rev, c.committed_at, c.author, c.reason, c.ticket)
+                     for rev, c in reader.transactions(ends).items()}
+            return Decided(first, last, rows, edges, getattr(reader, "lookups", 0),
+                           getattr(reader, "rows_read", 0))
+        ends = {x for s in rows.values() for iv in s for x in iv if x < axis.end}
+        commits = reader.transactions({x >> SHIFT for x in ends if not x & MASK})
+        edges = {}
+        for x in ends:
+            rev = x >> SHIFT
+            c = commits.get(rev)
+            if x & MASK:
+                t, text = axis.named[x]
+                edges[x] = Edge(rev, t, passed=_passed(reader, stretches, rev, t, text))
+            elif c is not None:
+                edges[x] = Edge(rev, c.committed_at, c.author, c.reason, c.ticket)
+            else:
+                edges[x] = Edge(rev)
     return Decided(first, last, rows, edges, getattr(reader, "lookups", 0),
-                   getattr(reader, "rows_read", 0))
+                   getattr(reader, "rows_read", 0), axis.start, axis.end)
 
 
-__all__ = ["Decided", "TimedContext", "decided"]
+def _axis(journal: Any, reader: TimedReader, first: int, last: int, now: bool) -> Axis:
+    """The axis of moments of a timeline from ``first`` to ``last``: from the time of
+    ``first``'s commit (the horizon's, or else the oldest kept transaction's: where the
+    replay's clock starts) to the wall clock (``now``) or ``last``'s commit."""
+    got = reader.transactions({first, last, reader.oldest + 1})
+    start = got[first].committed_at if first in got else journal.committed_at(first)
+    if start is None and reader.oldest + 1 in got:
+        start = got[reader.oldest + 1].committed_at
+    wall = time.time()
+    end = wall if now else got[last].committed_at if last in got else None
+    return Axis(reader, first, last, wall if start is None else start, end)
+
+
+def _passed(reader: TimedReader, stretches: list[tuple[ir.Program, int, int]], rev: int,
+            t: float, text: str | None) -> tuple[str, ...]:
+    """The facts whose validity interval started (``+fact``) or ended (``-fact``) at the
+    moment ``t`` while revision ``rev`` was in force, as the replay's change feed lists them:
+    the stored ones (by the interval rows' indexes) and the rule files' of that policy."""
+    shown = text or show(t)
+    by: dict[str, tuple[set[ir.Row], set[ir.Row]]] = {}
+    for i, came in ((2, True), (3, False)):
+        for vrow in reader.rows(VALID, {i: shown}, rev, rev):
+            rel, fact, _ = validity.decode(vrow)
+            by.setdefault(rel, (set(), set()))[came].add(fact)
+    us = micros(t)
+    program = next(p for p, lo, hi in stretches if lo <= rev <= hi)
+    for rel, facts in program.validity.items():
+        for fact, (lo, hi) in facts.items():
+            for b, came in ((lo, True), (hi, False)):
+                if abs(b) != INF and micros(b) == us:
+                    by.setdefault(rel, (set(), set()))[came].add(fact)
+    out: list[str] = []
+    for rel in sorted(by):
+        gone, new = by[rel][False], by[rel][True]
+        out += [f"-{ir.show_atom(rel, f)}" for f in sorted(gone, key=ir.row_key)]
+        out += [f"+{ir.show_atom(rel, f)}" for f in sorted(new, key=ir.row_key)]
+    return tuple(out)
+
+
+__all__ = ["Axis", "Decided", "TimedContext", "decided"]

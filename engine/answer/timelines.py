@@ -21,9 +21,9 @@ from ..compile.restrict import cone
 from ..core import arguments, ir
 from ..core.journal import VALID
 from ..core.results import Changes
-from . import timed
+from . import timed, timed_proofs
 from .explain import Explanation
-from .history import Edge, Interval, _build, past, span
+from .history import Edge, Interval, _build, kept, past, span
 
 Reasoner = Any
 Key = tuple[ir.Value, ...]
@@ -78,6 +78,15 @@ def _at(r: Reasoner, edge: Edge) -> Reasoner:
     return p
 
 
+def _explain(r: Reasoner, edge: Edge, goal: str) -> Explanation:
+    """``goal`` explained at ``edge``: by point reads at its revision
+    (engine/answer/timed_proofs.py: no reasoner of it built) where they apply and no reasoner
+    of it is kept, else by the reasoner of the edge (:func:`_at`)."""
+    got = None if kept(r, edge.revision) is not None else timed_proofs.explain(
+        r, edge.revision, goal)
+    return _at(r, edge).explain(goal) if got is None else got
+
+
 def prove(r: Reasoner, subject: str, operation: str, resource: str,
           intervals: Iterable[Interval]) -> list[ProvenInterval]:
     """``intervals`` of ``decision(subject, operation, resource)`` (``timeline``'s), each
@@ -85,8 +94,8 @@ def prove(r: Reasoner, subject: str, operation: str, resource: str,
     goal = ir.show_atom(r.program.decision, (subject, operation, resource))
     out = []
     for i in intervals:
-        why = _at(r, i.start).explain(goal)
-        why_not = None if i.end is None else _at(r, i.end).explain(goal)
+        why = _explain(r, i.start, goal)
+        why_not = None if i.end is None else _explain(r, i.end, goal)
         out.append(ProvenInterval(i, why, why_not))
     return out
 

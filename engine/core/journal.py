@@ -204,6 +204,22 @@ class TimedReader(Protocol):
         """The transactions of ``revisions`` the journal keeps, by revision."""
         ...
 
+    def timed(self, rel: str, bound: Mapping[int, ir.Value], first: int,
+              last: int) -> Mapping[ir.Row, Sequence[tuple[int, int]]]:
+        """The :data:`VALID` rows (validity intervals) of the facts of ``rel`` whose column
+        ``i`` is ``bound[i]``, present in ``[first, last]``, with their intervals as
+        :meth:`rows` gives them."""
+        ...
+
+    def present(self, rel: str, bound: Mapping[int, ir.Value], first: int, last: int) -> bool:
+        """Whether some fact of ``rel`` whose column ``i`` is ``bound[i]`` may be present
+        in ``[first, last]`` (False: none is)."""
+        ...
+
+    def revision_before(self, when: float) -> int | None:
+        """The last revision committed before ``when`` (None: none kept)."""
+        ...
+
 
 def compacted(exc: GrantlogError) -> bool:
     """Whether ``exc`` says the journal no longer keeps the transactions asked for."""

@@ -66,12 +66,30 @@ def value_sql(st: Store, i: int) -> str:
 INDEXED = 3
 
 
+def fact_sql(st: Store, i: int) -> str:
+    """The SQL expression of the ``i``-th value of the fact a validity interval's row (the
+    reserved relation ``@valid``: relation, fact as a JSON array, bounds) is of."""
+    return f"(((row::jsonb) ->> 1)::jsonb ->> {i})" if st.dialect == "postgres" \
+        else f"json_extract(json_extract(row, '$[1]'), '$[{i}]')"
+
+
+#: the reserved relation of validity intervals (engine/answer/validity.py), as SQL text
+VALID_SQL = "'@valid'"
+
+
 def point_indexes(st: Store, cur: Any) -> None:
     """The indexes of point reads at a revision (grantlog/store/temporal.py): a row's
-    first :data:`INDEXED` values, each with its relation."""
+    first :data:`INDEXED` values, each with its relation; and, of the validity intervals'
+    rows only (partial indexes), the fact's relation with each of the fact's first
+    :data:`INDEXED` values, and the end of the interval (a timeline's moments)."""
     for i in range(INDEXED):
         cur.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_v{i} ON {TABLE} (relation, "
                     f"{value_sql(st, i)})")
+    for i in range(INDEXED):
+        cur.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_f{i} ON {TABLE} ({value_sql(st, 0)}, "
+                    f"{fact_sql(st, i)}) WHERE relation = {VALID_SQL}")
+    cur.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_until ON {TABLE} ({value_sql(st, 3)}) "
+                f"WHERE relation = {VALID_SQL}")
 
 
 def revision(st: Store) -> int | None:

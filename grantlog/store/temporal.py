@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from grantlog.engine.core import ir
-from grantlog.engine.core.journal import Meta
+from grantlog.engine.core.journal import VALID, Meta
 
 from . import checkpoints
 from .digest import MASK, digest, hex64
@@ -179,10 +179,18 @@ class PastFacts:
         """The facts of ``rel`` at the revision whose column ``i`` is ``bound[i]``: looked
         up by the first column of ``bound`` that is indexed (the caller puts the most
         selective first), the others filtered."""
+        return self.first(rel, bound)[0]
+
+    def first(self, rel: str, bound: Mapping[int, ir.Value],
+              limit: int | None = None) -> tuple[list[ir.Row], bool]:
+        """:meth:`rows`, of the index's first ``limit`` matches only (None: all), and whether
+        that is all of them (whether some fact matches, without reading every match:
+        engine/answer/timed_proofs.py)."""
         if not self._has(rel):
             later = self._later_now().get(rel, set()) if self.revision > self.checkpoint \
                 else set()
-            return [r for r in later if all(i < len(r) and r[i] == v for i, v in bound.items())]
+            return [r for r in later
+                    if all(i < len(r) and r[i] == v for i, v in bound.items())], True
         self.lookups += 1
         sql = (f"SELECT row FROM {checkpoints.TABLE} WHERE relation = ? AND added_at <= ? "
                "AND (removed_at IS NULL OR removed_at > ?)")
@@ -192,6 +200,8 @@ class PastFacts:
             v = bound[key]
             sql += f" AND {checkpoints.value_sql(self.st, key)} = ?"
             args.append(str(v) if self._pg else v)
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
         with self.st._cursor() as cur:
             self.st._begin_read(cur)
             try:
@@ -212,7 +222,7 @@ class PastFacts:
         for row in added.get(rel, ()):
             if all(i < len(row) and row[i] == v for i, v in bound.items()):
                 out.add(row)
-        return list(out)
+        return list(out), limit is None or len(found) < limit
 
 
 #: per store, (its checkpoint, whether each relation has intervals) (PastFacts._has)
@@ -324,31 +334,100 @@ class TimedFacts:
              last: int) -> dict[ir.Row, list[tuple[int, int]]]:
         """The facts of ``rel`` present at some revision of ``[first, last]`` whose column
         ``i`` is ``bound[i]``, each with its intervals there (sorted, disjoint, clipped to
-        ``[first, last + 1)``): looked up by the first indexed column of ``bound``."""
+        ``[first, last + 1)``): looked up by the first indexed column of ``bound`` (the
+        others compared in SQL too)."""
+        key = next((i for i in bound if i < checkpoints.INDEXED), None)
+        # the reserved relation spelled out: the partial indexes of its rows apply
+        sql = "relation = " + (checkpoints.VALID_SQL if rel == VALID else "?")
+        args: list[Any] = [] if rel == VALID else [rel]
+        for i in sorted(bound, key=lambda i: i != key):
+            sql += f" AND {checkpoints.value_sql(self.st, i)} = ?"
+            args.append(str(bound[i]) if self._pg else bound[i])
+        later = self._log(first, last).get(rel, {})
+        # the values are compared in SQL (as text on PostgreSQL: compared again)
+        items = list(bound.items()) if self._pg else []
+        return self._versions(sql, args, first, last, None if not items else lambda row: all(
+            i < len(row) and row[i] == v for i, v in items), {
+            row: ivs for row, ivs in later.items()
+            if all(i < len(row) and row[i] == v for i, v in bound.items())})
+
+    def timed(self, rel: str, bound: Mapping[int, ir.Value], first: int,
+              last: int) -> dict[ir.Row, list[tuple[int, int]]]:
+        """The validity intervals (rows of the reserved relation ``@valid``: relation, fact,
+        bounds) of the facts of ``rel`` whose column ``i`` is ``bound[i]``, present at some
+        revision of ``[first, last]``, each with its intervals there as :meth:`rows` gives
+        them: looked up by the fact's first indexed column of ``bound`` (partial indexes of
+        these rows: checkpoints.point_indexes)."""
+        key = next((i for i in bound if i < checkpoints.INDEXED), None)
+        sql = f"relation = {checkpoints.VALID_SQL} AND {checkpoints.value_sql(self.st, 0)} = ?"
+        args: list[Any] = [rel]
+        if key is not None:
+            sql += f" AND {checkpoints.fact_sql(self.st, key)} = ?"
+            args.append(str(bound[key]) if self._pg else bound[key])
+        facts: dict[str, ir.Row] = {}
+
+        def keep(vrow: ir.Row) -> bool:
+            text = str(vrow[1])
+            fact = facts.get(text)
+            if fact is None:
+                fact = facts[text] = tuple(json.loads(text))
+            return vrow[0] == rel and all(i < len(fact) and fact[i] == v
+                                          for i, v in bound.items())
+
+        later = self._log(first, last).get(VALID, {})
+        return self._versions(sql, args, first, last, keep,
+                              {row: ivs for row, ivs in later.items() if keep(row)})
+
+    def present(self, rel: str, bound: Mapping[int, ir.Value], first: int, last: int) -> bool:
+        """Whether some fact of ``rel`` whose column ``i`` is ``bound[i]`` is present at a
+        revision of ``[first, last]`` (one indexed read, the first row found)."""
+        if any(all(i < len(row) and row[i] == v for i, v in bound.items())
+               for row, ivs in self._log(first, last).get(rel, {}).items()
+               if any(lo >= 0 and max(lo, first) < hi for lo, hi in ivs)):
+            return True
+        sql = (f"SELECT 1 FROM {checkpoints.TABLE} WHERE relation = ? AND added_at <= ? AND "
+               "(removed_at IS NULL OR removed_at > ?)")
+        args: list[Any] = [rel, min(last, self.checkpoint), first]
+        for i, v in bound.items():
+            sql += f" AND {checkpoints.value_sql(self.st, i)} = ?"
+            args.append(str(v) if self._pg else v)
+        with self._reader() as cur:
+            cur.execute(self.st._sql(sql + " LIMIT 1"), args)
+            return cur.fetchone() is not None
+
+    def revision_before(self, when: float) -> int | None:
+        """The last revision committed before ``when`` (None: none the store keeps)."""
+        with self._reader() as cur:
+            cur.execute(self.st._sql(
+                "SELECT revision FROM grantlog_revisions WHERE committed_at < ? "
+                "ORDER BY committed_at DESC, revision DESC LIMIT 1"), (when,))
+            got = cur.fetchone()
+        return None if got is None else int(got[0])
+
+    def _versions(self, where: str, args: list[Any], first: int, last: int,
+                  keep: Callable[[ir.Row], bool] | None,
+                  later: dict[ir.Row, list[tuple[int, int]]],
+                  ) -> dict[ir.Row, list[tuple[int, int]]]:
+        """The temporal table's rows matching ``where`` (and ``keep``) present in
+        ``[first, last]`` joined with ``later``, the log's (above the checkpoint; an
+        interval open at the checkpoint starts at ``-1``), clipped to the stretch."""
         self.lookups += 1
         upto = min(last, self.checkpoint)
-        sql = (f"SELECT row, added_at, removed_at FROM {checkpoints.TABLE} WHERE relation = ? "
-               "AND added_at <= ? AND (removed_at IS NULL OR removed_at > ?)")
-        args: list[Any] = [rel, upto, first]
-        key = next((i for i in bound if i < checkpoints.INDEXED), None)
-        if key is not None:
-            sql += f" AND {checkpoints.value_sql(self.st, key)} = ?"
-            args.append(str(bound[key]) if self._pg else bound[key])
         with self._reader() as cur:
-            cur.execute(self.st._sql(sql), args)
+            cur.execute(self.st._sql(
+                f"SELECT row, added_at, removed_at FROM {checkpoints.TABLE} WHERE {where} "
+                "AND added_at <= ? AND (removed_at IS NULL OR removed_at > ?)"),
+                [*args, upto, first])
             found = cur.fetchall()
         self.rows_read += len(found)
-        later = self._log(first, last).get(rel, {})
         end = last + 1
         out: dict[ir.Row, list[tuple[int, int]]] = {}
-        # the looked-up value is compared in SQL (as text on PostgreSQL: compared again)
-        items = [(i, v) for i, v in bound.items() if i != key or self._pg]
         decoded: dict[str, ir.Row] = {}  # a fact's versions share its text: decoded once
         for text, lo, hi in found:
             row = decoded.get(text)
             if row is None:
                 row = decoded[text] = tuple(json.loads(text))
-            if not items or all(i < len(row) and row[i] == v for i, v in items):
+            if keep is None or keep(row):
                 # open at the checkpoint: until the log closes it (or the stretch ends)
                 h = end if hi is None else int(hi)
                 if hi is None and row in later and later[row][0][0] == -1:
@@ -356,14 +435,13 @@ class TimedFacts:
                 lo, h = max(int(lo), first), min(h, end)
                 if lo < h:
                     out.setdefault(row, []).append((lo, h))
-        for row, ivs in later.items():  # the log's rows: compared here, every column
-            if all(i < len(row) and row[i] == v for i, v in bound.items()):
-                for lo, hi in ivs:
-                    if lo < 0:  # open at the checkpoint: the temporal table's, closed above
-                        continue
-                    lo, hi = max(lo, first), min(hi, end)
-                    if lo < hi:
-                        out.setdefault(row, []).append((lo, hi))
+        for row, ivs in later.items():  # the log's rows
+            for lo, hi in ivs:
+                if lo < 0:  # open at the checkpoint: the temporal table's, closed above
+                    continue
+                lo, hi = max(lo, first), min(hi, end)
+                if lo < hi:
+                    out.setdefault(row, []).append((lo, hi))
         for ivs in out.values():
             if len(ivs) > 1:
                 ivs.sort()

@@ -134,11 +134,17 @@ bench-history: $(STAMP)
 ## history at scale: 1M tables x 1M transactions (built once, ~20 min, ~1.1 GB under /tmp),
 ## an as-of check at random past revisions by point reads, store growth per transaction, the
 ## timeline of one (subject, resource) over the whole history (issue 28; SCALE=100000 for a
-## quicker run)
+## quicker run); then the whole-platform review on Spark, local[2], of REVIEW_TABLES tables x
+## 1,000 transactions x REVIEW_USERS users (its rows grow with users x objects x privileges:
+## ~20 per user and object; benchmarks/RESULTS.md "The review on Spark at scale")
 SCALE ?= 1000000
+REVIEW_TABLES ?= 1000
+REVIEW_USERS ?= 1000
 bench-history-scale: $(STAMP)
 	$(BIN)/python benchmarks/history_scale.py --tables $(SCALE) --transactions $(SCALE)
 	$(BIN)/python benchmarks/history_timeline_bench.py --tables $(SCALE) --transactions $(SCALE)
+	$(BIN)/python benchmarks/spark_review_bench.py --tables $(REVIEW_TABLES) --transactions 1000 \
+		--users $(REVIEW_USERS) --repeat 1 --master 'local[2]'
 
 ## Planning bodies of 100 to 1,600 literals; "did you mean" over 1k-8k misspelled relations
 ## (issue 26 item 3).

@@ -77,6 +77,8 @@ class World:
     head: int
     focus_user: str
     focus_table: str
+    #: the workload's users (benchmarks/gravitino_workload.py; 1,000 by default)
+    users: int = gw.N_USERS
     #: seconds per build step (empty for a reused store)
     seconds: dict[str, float] = field(default_factory=dict)
     #: the facts of revision 1, by relation (counts)
@@ -96,7 +98,7 @@ class World:
     def workload(self) -> gw.Workload:
         """The world of revision 1 (regenerated from the seed)."""
         if self._workload is None:
-            self._workload = gw.generate(self.tables, seed=self.seed)
+            self._workload = gw.generate(self.tables, seed=self.seed, n_users=self.users)
         return self._workload
 
     def sample_checks(self, rng: random.Random, k: int, low: int = 1,
@@ -123,15 +125,18 @@ def _meta_path(path: str) -> Path:
 
 def build(path: str | os.PathLike[str], tables: int, transactions: int, *, seed: int = 1,
           every: int = 1000, url: str | None = None, reuse: bool = True,
-          log: Any = None) -> World:
+          log: Any = None, expiring: float = 0.0, users: int = gw.N_USERS) -> World:
     """Build (or reuse) the store at ``path`` (a SQLite file; ``url``: another store, e.g.
     PostgreSQL, with ``path`` naming only the sidecar). ``log``: a print-like function for
-    progress (None: quiet)."""
+    progress (None: quiet). ``expiring``: the share of the history's grants written with a
+    validity interval (:func:`_expiring`). ``users``: the workload's users (at least 2; a
+    whole-platform review's rows grow with users x objects: spark_review_bench.py)."""
     path = str(path)
     url = url or f"sqlite:///{os.path.abspath(path)}"
     say = log or (lambda *a: None)
     params = {"tables": tables, "transactions": transactions, "seed": seed, "every": every,
-              "url": url}
+              "url": url, **({"expiring": expiring} if expiring else {}),
+              **({"users": users} if users != gw.N_USERS else {})}
     side = _meta_path(path)
     if reuse and side.exists() and (url != f"sqlite:///{os.path.abspath(path)}"
                                     or os.path.exists(path)):
@@ -139,7 +144,8 @@ def build(path: str | os.PathLike[str], tables: int, transactions: int, *, seed:
         if {k: got.get(k) for k in params} == params:
             return World(path=path, **{k: got[k] for k in (
                 "url", "tables", "transactions", "seed", "every", "head", "focus_user",
-                "focus_table")}, loaded=got.get("loaded", {}), built=got.get("seconds", {}))
+                "focus_table")}, users=users, loaded=got.get("loaded", {}),
+                built=got.get("seconds", {}))
     if url.startswith("sqlite:") and os.path.exists(path):
         for suffix in ("", "-wal", "-shm"):
             if os.path.exists(path + suffix):
@@ -147,7 +153,7 @@ def build(path: str | os.PathLike[str], tables: int, transactions: int, *, seed:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    w = gw.generate(tables, seed=seed)
+    w = gw.generate(tables, seed=seed, n_users=users)
     program = grantlog.compile(paths=[str(RULES)])
     facts = {rel: list(rows) for rel, rows in w.facts.items()}
     rng = random.Random(seed * 7919 + 1)
@@ -175,11 +181,15 @@ def build(path: str | os.PathLike[str], tables: int, transactions: int, *, seed:
         say(f"loaded revision 1 in {seconds['load']:.1f}s")
         t0 = time.perf_counter()
         changes = list(_history(w, facts, rng, transactions, focus_table))
+        if expiring:
+            changes = _expiring(changes, expiring, random.Random(seed * 31 + 7))
         seconds["simulate"] = time.perf_counter() - t0
         say(f"simulated {len(changes):,} transactions in {seconds['simulate']:.1f}s")
         t0 = time.perf_counter()
         head = temporal.append_history(st, changes)
         del changes
+        if expiring:  # the load's commit before the history's (times grow with revisions,
+            _load_first(st)  # as validity intervals' moments are placed among the commits)
         seconds["append"] = time.perf_counter() - t0
         say(f"appended up to revision {head:,} in {seconds['append']:.1f}s")
         t0 = time.perf_counter()
@@ -191,7 +201,7 @@ def build(path: str | os.PathLike[str], tables: int, transactions: int, *, seed:
         st.close()
     world = World(path=path, url=url, tables=tables, transactions=transactions, seed=seed,
                   every=every, head=head, focus_user=focus_user, focus_table=focus_table,
-                  seconds=seconds, loaded={k: len(v) for k, v in facts.items()},
+                  users=users, seconds=seconds, loaded={k: len(v) for k, v in facts.items()},
                   built=seconds)
     world._workload = w
     world._program = program
@@ -324,6 +334,49 @@ def _history(w: gw.Workload, facts: dict[str, list[tuple[str, ...]]], rng: rando
                Meta(author=AUTHORS[i % len(AUTHORS)], reason=kind, ticket=None))
 
 
+def _load_first(st: Any) -> None:
+    """Revision 1's commit time (the bulk load's, now) a second before the history's first
+    (which ends now)."""
+    with st._cursor() as cur:
+        cur.execute("UPDATE grantlog_revisions SET committed_at = (SELECT MIN(committed_at) "
+                    "FROM grantlog_revisions WHERE revision > 1) - 1 WHERE revision = 1")
+        st._commit(cur)
+
+
+def _expiring(changes: list[Any], share: float, rng: random.Random) -> list[Any]:
+    """``changes`` with ``share`` of the grants (the "grant" kind's privilege rows) written
+    with a validity interval instead (engine/answer/validity.py: a ``@valid`` row, not the
+    privilege row): two thirds expiring (``valid_until`` up to a fifth of the history after
+    the commit), one third scheduled (``valid_from`` as far ahead, half of them expiring
+    too); a later revoke or drop of such a grant removes its ``@valid`` row."""
+    from grantlog.engine.answer import validity
+    from grantlog.engine.core.results import VALID
+    from grantlog.engine.core.times import INF
+
+    span = max(10.0, 0.2 * len(changes))
+    timed: dict[tuple[str, ...], tuple[str, ...]] = {}
+    out = []
+    for added, removed, at, meta in changes:
+        gone = removed.get("privilege")
+        if gone and any(p in timed for p in gone):
+            removed = {**removed, "privilege": [p for p in gone if p not in timed],
+                       VALID: [timed.pop(p) for p in gone if p in timed]}
+        new = added.get("privilege")
+        if new and meta.reason == "grant" and rng.random() < share:
+            (p,) = new
+            lo, hi = -INF, at + 0.5 + rng.randrange(int(span))
+            if rng.random() < 1 / 3:  # scheduled (and half of these end too)
+                lo = hi
+                hi = lo + 0.5 + rng.randrange(int(span)) if rng.random() < 0.5 \
+                    else INF
+            timed[p] = validity.encode("privilege", p, (lo, hi))
+            added = {**{k: v for k, v in added.items() if k != "privilege"},
+                     VALID: [timed[p]]}
+        out.append(({k: v for k, v in added.items() if v},
+                    {k: v for k, v in removed.items() if v}, at, meta))
+    return out
+
+
 def main() -> None:
     import argparse
 
@@ -333,10 +386,11 @@ def main() -> None:
     ap.add_argument("--transactions", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--every", type=int, default=1000)
+    ap.add_argument("--users", type=int, default=gw.N_USERS)
     ap.add_argument("--fresh", action="store_true", help="rebuild even if it exists")
     a = ap.parse_args()
     world = build(a.path, a.tables, a.transactions, seed=a.seed, every=a.every,
-                  reuse=not a.fresh, log=print)
+                  reuse=not a.fresh, log=print, users=a.users)
     print(f"head {world.head:,}; focus {world.focus_user} on {world.focus_table}")
 
 

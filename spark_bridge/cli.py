@@ -49,7 +49,7 @@ def add_parser(sub: Any) -> None:
     grantlog/cli/inputs.py), ``-r`` for ``--relation`` and ``--json`` as everywhere."""
     from grantlog.cli.inputs import HELP_STRICT, add_inputs, add_json, add_progress
 
-    from .local import LOCAL_ROWS
+    from .local import DRIVER_ROWS, LOCAL_ROWS
 
     p = sub.add_parser("spark", help="bulk evaluation on Spark (see `grantlog spark run -h`)",
                        description="bulk evaluation on Spark")
@@ -93,6 +93,10 @@ def add_parser(sub: Any) -> None:
                    help="without --goal, evaluate on the driver with the in-memory engine "
                         f"when facts and inputs hold at most N rows (default {LOCAL_ROWS}; "
                         "0: always on Spark)")
+    r.add_argument("--driver-rows", type=int, default=DRIVER_ROWS, metavar="N",
+                   help="hold relations of at most N rows on the driver too, and evaluate "
+                        "there the strata that read only such relations, with or without "
+                        f"--goal (default {DRIVER_ROWS}; 0: every stratum on Spark)")
     r.add_argument("--checkpoint-dir", metavar="DIR",
                    help="Spark checkpoint directory (default: a temp dir)")
     r.add_argument("--strict", action="store_true", help=HELP_STRICT)
@@ -157,6 +161,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "bad-argument", f"`--local-rows` must be at least 0, not `{args.local_rows}`",
                 NO_SPAN, help="0 runs on Spark whatever the size; N evaluates in memory up "
                 "to N rows")])
+        if args.driver_rows < 0:
+            from grantlog.grammar.diagnostics import NO_SPAN, error
+            raise GrantlogError([error(
+                "bad-argument", f"`--driver-rows` must be at least 0, not `{args.driver_rows}`",
+                NO_SPAN, help="0 runs every stratum on Spark")])
         conf = []
         for item in args.conf:
             key, eq, value = item.partition("=")
@@ -191,7 +200,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = run(program, spark, inputs, with_reasons=args.with_reasons,
                      closure=args.closure, max_iterations=args.max_iterations,
                      broadcast_rows=args.broadcast_rows, progress=say, goal=args.goal,
-                     where=args.where, local_rows=args.local_rows)
+                     where=args.where, local_rows=args.local_rows,
+                     driver_rows=args.driver_rows)
         if args.explain_plan:
             if result.demand is not None:
                 for line in result.demand.describe().splitlines():

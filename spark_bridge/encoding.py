@@ -53,6 +53,8 @@ _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 
 #: column metadata key marking an ``any`` column (values in fact syntax)
 META_KIND = "grantlog_kind"
+#: the columns of a row's reason on Spark (the rule, the premise's relation and row)
+REASON_COLUMNS = ("rule", "reason_rel", "reason_row")
 
 
 def encode(v: Value) -> str:
@@ -267,3 +269,23 @@ def scan_columns(s: Any, need: set[str], v: Callable[[str], str]
     for col, name in s.eqs:
         conds.append(F.col(f"c{col}") == F.col(f"c{first[name]}"))
     return conds, proj, join_on
+
+
+def external(df: Any, names: tuple[str, ...], kinds: tuple[str, ...],
+             extra: tuple[str, ...] = ()) -> Any:
+    """A relation's rows in the internal encoding as its external columns ``names``, decoded
+    by column kind (``int``, ``string``, else shown as text marked ``any``), then ``extra``."""
+    from pyspark.sql import functions as F
+
+    if not names:
+        return df.select(*extra)
+    exprs = []
+    for i, (name, kind) in enumerate(zip(names, kinds, strict=True)):
+        c = F.col(f"c{i}")
+        if kind == "int":
+            exprs.append(decode_long_col(c).alias(name))
+        elif kind == "string":
+            exprs.append(decode_string_col(c).alias(name))
+        else:
+            exprs.append(shown_col(c).alias(name, metadata={META_KIND: "any"}))
+    return df.select(*exprs, *extra)

@@ -41,6 +41,7 @@ from grantlog.engine.plan.magic import demand
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error, plural
 
 from . import encoding, factoring, local, planner, schema
+from . import reasons as reasons_mod
 from .closure import closure_shape, doubling, full_on_spark, graphframes_status
 from .reasons import grant_reasons
 from .reasons import reason_literal as choose_reason
@@ -52,7 +53,7 @@ Progress = Callable[[str], None]
 PLAN_LIMIT = 100
 #: a materialized relation keeps about this many rows per partition (at least one partition)
 ROWS_PER_PARTITION = 200_000
-REASON_COLUMNS = local.REASON_COLUMNS
+REASON_COLUMNS = encoding.REASON_COLUMNS
 
 
 def rel_cols(arity: int) -> list[str]:
@@ -66,6 +67,7 @@ class _Run:
         with_reasons: bool, closure_strategy: str, max_iterations: int, broadcast_rows: int,
         materialize: str, progress: Progress | None, seeds: frozenset[str] = frozenset(),
         display: Mapping[str, str] | None = None, decision: str | None = None,
+        driver_rows: int = 0,
     ) -> None:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
@@ -90,6 +92,10 @@ class _Run:
         #: relation -> about how many relation reads its lazy plan holds (1: materialized)
         self.weight: dict[str, int] = {}
         self.sizes: dict[str, int] = {}  # relations with a known row count
+        #: relations of at most ``driver_rows`` rows also held on the driver (internal
+        #: rows): a stratum reading only those runs there (local.py), no Spark job
+        self.driver_rows = driver_rows
+        self.rows: dict[str, set[tuple[str, ...]]] = {}
         self.reasons: Any = None
         self.local = False  # evaluated in memory (local.py): reasons are grants already
         self.plans: list[str] = []
@@ -107,6 +113,10 @@ class _Run:
                 if isinstance(atom, ir.Atom):
                     reads[atom.rel] = reads.get(atom.rel, 0) + 1
         self.reads = reads
+        #: lazy relations read once, as their rules' union without its ``distinct``: the
+        #: reading rule de-duplicates anyway (its relation's ``distinct``), so where it only
+        #: joins small relations (broadcast, a map), one shuffle of the rows is saved
+        self.loose: dict[str, Any] = {}
         self.low = dict(planner.low_columns(program, self.inputs))
         #: relations with no facts and no input (their rules' rows are all their rows)
         self.no_base: set[str] = set()
@@ -158,9 +168,21 @@ class _Run:
         n: int | None = len(rows)
         if not rows and rel not in self.inputs:
             self.no_base.add(rel)
+        if self.driver_rows > 0 and rel not in self.inputs:
+            self.rows[rel] = set(rows)
         if rel in self.inputs:
             inp = self._internal_input(rel, self.inputs[rel])
             df = (inp if df is None else df.unionByName(inp)).distinct()
+            if self.driver_rows > 0:
+                # one job: a small input's rows to the driver (a big one is counted after)
+                got = df.limit(self.driver_rows + 1).collect()
+                if len(got) <= self.driver_rows:
+                    self.rows[rel] = {tuple(r) for r in got}
+                    n = len(got)
+                    self.progress(f"input {rel}: {plural(n, 'row')} (on the driver)")
+                    if rel not in self.program.derived:
+                        self.sizes[rel] = n
+                    return local.frame(self, self.rows[rel], arity)
             if self.reads.get(rel, 0) >= 2 and self.materialize_mode != "none":
                 df = df.cache()  # read by several rules: scan and de-duplicate once
             n = None
@@ -173,18 +195,25 @@ class _Run:
 
     # -- checkpoints ------------------------------------------------------------------------
 
-    def materialize(self, df: Any) -> tuple[Any, int]:
+    def materialize(self, df: Any, rel: str | None = None) -> tuple[Any, int]:
         """Compute ``df`` once and cut its lineage; returns the rows' new DataFrame and count.
 
         Persisted and counted (one job computes the plan once), then checkpointed from the
         persisted rows (an unpersisted eager checkpoint computes it twice; localCheckpoint
         fails on iterated joins; ``createDataFrame`` of collected rows is a Python RDD that
-        makes every later job start Python workers)."""
+        makes every later job start Python workers). With ``rel``, rows of at most
+        ``driver_rows`` are read to the driver instead (one job on the persisted rows, no
+        checkpoint), kept for the strata that read only such relations, and handed on as a
+        local relation (local.py :func:`~.local.frame`)."""
         from pyspark import StorageLevel
 
         df = df.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             n = df.count()
+            if rel is not None and self.driver_rows > 0 and n <= self.driver_rows:
+                rows = {tuple(r) for r in df.collect()}
+                self.rows[rel] = rows
+                return local.frame(self, rows, 0, list(df.columns)), n
             # few rows, few partitions: 200 shuffle partitions of a dozen rows, kept, made
             # every later union (a decision relation's hundred rules) a job of 20,000 tasks
             parts = n // ROWS_PER_PARTITION + 1
@@ -274,6 +303,8 @@ class _Run:
                     b = b.join(nright, on=list(nproj), how="left_anti")
                 else:
                     b = b.join(nright.limit(1), how="left_anti")
+            if b is None:  # a comparison of constants that holds: nothing bound yet
+                continue
             keep = [v(n) for n in sorted(need[i]) if v(n) in b.columns] + reason_cols
             if len(keep) < len(b.columns):
                 b = b.select(*keep)
@@ -323,7 +354,8 @@ class _Run:
             for st in program.strata:
                 advance(0, postfix=f"stratum {st.index} [{', '.join(st.relations)}]")
                 t0 = time.perf_counter()
-                report = self._recursive(st) if st.recursive else self._plain(st)
+                report = (local.on_driver(self, st) or (
+                    self._recursive(st) if st.recursive else self._plain(st)))
                 report.seconds = time.perf_counter() - t0
                 self.reports.append(report)
                 rows = "lazy" if report.rows is None else plural(report.rows, "row")
@@ -341,29 +373,38 @@ class _Run:
         reason_dfs: list[Any] = []
         reasons = self.with_reasons and rel == self.decision
         plans: list[RulePlan] = []
+        read_loose = False
         for rid in st.rules:
             rule = self.program.rules[rid]
             if not reasons:
                 rule = factoring.factored(self, rule)
             for plan in planner.plans(rule, seeds=self.seeds, low=self.low):
                 self.plans.append(f"{plan.rule.name}: {plan.describe()}")
-                d = self.rule_df(plan, self.full, {}, {}, reasons=reasons)
+                sources = self._sources(rule, reasons)
+                if sources is not self.full:
+                    read_loose = True  # its rows may repeat: the relation de-duplicates
+                d = self.rule_df(plan, sources, {}, {}, reasons=reasons)
                 if d is not None:
                     plans.append(plan)
                     (reason_dfs if reasons else dfs).append(d)
         if reasons:
             # each rule's rows carry their reason: the rules run once, and the relation is
             # the rows of its reasons (facts and inputs with none)
-            self.reasons, n = self.materialize(self._pick_reasons(rel, base, reason_dfs))
+            cols = rel_cols(self.program.relations[rel].arity)
+            self.reasons, n = self.materialize(reasons_mod.pick(
+                self.F, cols, base, self._union(reason_dfs, 0) if reason_dfs else None))
             report.strategy, report.rows = "rules+checkpoint", n
             self.sizes[rel], self.weight[rel] = n, 1
             self.full[rel] = self.reasons.select(*rel_cols(arity))
             return report
-        if len(dfs) == 1 and len(plans) == 1 and planner.copies(plans[0]):
-            # one rule copying a relation's rows, every column kept: already distinct
+        loose = None
+        if (len(dfs) == 1 and len(plans) == 1 and planner.unique(plans[0])
+                and not read_loose):
+            # one rule keeping every variable of its body: its rows are already distinct
             df = dfs[0]
         else:
-            df = self._union(dfs, arity).distinct()
+            loose = self._union(dfs, arity)
+            df = loose.distinct()
         weight = 1 + sum(self.weight.get(s.rel, 1) for rid in st.rules
                          for lit in self.program.rules[rid].body
                          for s in [lit.atom if isinstance(lit, ir.Neg) else lit]
@@ -374,28 +415,30 @@ class _Run:
             # a checkpoint, not cache(): a cached plan pins the broadcast tables of its joins
             # in the driver for as long as the cache lives (hundreds of MB over a rewritten
             # program's many small relations), a checkpoint keeps only the rows
-            df, n = self.materialize(df)
+            df, n = self.materialize(df, rel)
             report.strategy, report.rows = "rules+checkpoint", n
             self.sizes[rel] = n
             weight = 1
         elif shared and mode == "cache":
             df = df.cache()
             report.strategy = "rules+cache"
+        elif self.reads.get(rel, 0) == 1 and loose is not None:
+            self.loose[rel] = loose
         self.weight[rel] = weight
         self.full[rel] = df
         return report
 
-    def _pick_reasons(self, rel: str, df: Any, reason_dfs: list[Any]) -> Any:
-        """one reason per row of ``df`` and of ``reason_dfs``: the least (rule, reason_rel,
-        reason_row) among ``reason_dfs``; rows that are only facts or inputs get none"""
-        F = self.F
-        cols = rel_cols(self.program.relations[rel].arity)
-        none = F.lit(None).cast("string")
-        base = df.select(*cols, none.alias("rule"), none.alias("reason_rel"),
-                         none.alias("reason_row"))
-        allr = base if not reason_dfs else base.unionByName(
-            self._union(reason_dfs, 0))
-        return self._least_reason(cols, allr)
+    def _sources(self, rule: ir.Rule, reasons: bool) -> Mapping[str, Any]:
+        """The relations ``rule`` reads: a loose relation (``self.loose``) as it is, without
+        its ``distinct``, when every other atom of the rule is broadcast-small (so the extra
+        rows only pass through maps before the rule's own ``distinct``)."""
+        atoms = [lit.atom if isinstance(lit, ir.Neg) else lit for lit in rule.body]
+        rels = [a.rel for a in atoms if isinstance(a, ir.Atom)]
+        loose = [r for r in rels if r in self.loose]
+        if reasons or len(loose) != 1 or not all(
+                r in loose or self._small(r, "full", {}) for r in rels):
+            return self.full
+        return {**self.full, loose[0]: self.loose[loose[0]]}
 
     def _cap(self, st: ir.Stratum) -> Callable[[int], Exception]:
         def make(n: int) -> Exception:
@@ -472,7 +515,8 @@ class _Run:
                     if d is not None:
                         dfs.append(d)
             if r == why:
-                first = self._pick_reasons(r, self.full[r], dfs)
+                first = reasons_mod.pick(self.F, rel_cols(arity[r]), self.full[r],
+                                         self._union(dfs, 0) if dfs else None)
                 first, sizes[r] = self.materialize(first)
                 reason_parts.append(first)
                 delta[r] = first.select(*rel_cols(arity[r]))
@@ -502,7 +546,8 @@ class _Run:
                 cols = rel_cols(arity[r])
                 # new_r = (rules over delta) - full_r
                 if r == why:
-                    new[r] = self._least_reason(cols, self._union_reasons(dfs, arity[r])).join(
+                    new[r] = reasons_mod.least(
+                        self.F, cols, self._union_reasons(dfs, arity[r])).join(
                         self.full[r], on=cols, how="left_anti")
                 else:
                     new[r] = self._union(dfs, arity[r]).distinct().join(
@@ -539,19 +584,7 @@ class _Run:
     def _union_reasons(self, dfs: list[Any], arity: int) -> Any:
         if dfs:
             return self._union(dfs, arity)
-        T = self.T
-        return self.spark.createDataFrame([], T.StructType(
-            [T.StructField(c, T.StringType(), False) for c in rel_cols(arity)]
-            + [T.StructField(c, T.StringType(), True) for c in REASON_COLUMNS]))
-
-    def _least_reason(self, cols: list[str], df: Any) -> Any:
-        """one row per data row: the least (rule, reason_rel, reason_row), a null one last"""
-        F = self.F
-        return (df.groupBy(*cols)
-                .agg(F.min_by(F.struct(*REASON_COLUMNS),
-                              F.when(F.col("rule").isNull(), F.lit("\uffff"))
-                              .otherwise(F.concat_ws("\u0000", *REASON_COLUMNS))).alias("r"))
-                .select(*cols, "r.*"))
+        return self.spark.createDataFrame([], reasons_mod.schema(self.T, rel_cols(arity)))
 
     def _round(self, st: ir.Stratum, k: int, sizes: Mapping[str, int], t0: float) -> None:
         news = ", ".join(f"+{n} {r}" for r, n in sizes.items())
@@ -561,21 +594,8 @@ class _Run:
     # -- outputs ----------------------------------------------------------------------------
 
     def external(self, rel: str, df: Any, extra: tuple[str, ...] = ()) -> Any:
-        F = self.F
         r = self.program.relations[rel]
-        if r.arity == 0:
-            return df.select(*extra)
-        exprs = []
-        for i, (name, kind) in enumerate(zip(r.columns, self.kinds[rel], strict=True)):
-            c = F.col(f"c{i}")
-            if kind == "int":
-                exprs.append(encoding.decode_long_col(c).alias(name))
-            elif kind == "string":
-                exprs.append(encoding.decode_string_col(c).alias(name))
-            else:
-                exprs.append(encoding.shown_col(c).alias(
-                    name, metadata={encoding.META_KIND: "any"}))
-        return df.select(*exprs, *extra)
+        return encoding.external(df, r.columns, self.kinds[rel], extra)
 
     def results(self, answer: tuple[str, str] | None = None) -> dict[str, Any]:
         """External DataFrames per relation; ``answer``: (relation, public name) of a goal's
@@ -618,6 +638,7 @@ def run(
     where: str | None = None,
     restrict: Collection[str] | None = None,
     local_rows: int = 0,
+    driver_rows: int = 0,
 ) -> SparkResult:
     """Evaluate ``program`` on ``spark``: a :class:`SparkResult` (one DataFrame per relation,
     base and derived; column kinds, per-stratum reports, join plans, a goal's demand rewrite).
@@ -643,10 +664,17 @@ def run(
     ``local_rows``: a run without a goal whose rule-file facts and inputs hold at most this
     many rows is evaluated by the in-memory engine on the driver and handed back as
     DataFrames (local.py; 0, the default here: always on Spark; the CLI's default is
-    ``local.LOCAL_ROWS``)."""
+    ``local.LOCAL_ROWS``).
+
+    ``driver_rows``: inputs and derived relations of at most this many rows are also held on
+    the driver, and a stratum reading only such relations (and staying that small) is
+    evaluated there (local.py :func:`~.local.stratum_rows`), not as Spark jobs; its rows are
+    handed to the later strata as a local relation (0, the default here: every stratum on
+    Spark; the CLI's default is ``local.DRIVER_ROWS``)."""
     if closure not in ("auto", "doubling", "graphframes", "semi-naive"):
         raise ValueError(f"unknown closure strategy {closure!r}")
     arguments.integer("local_rows", local_rows, minimum=0)
+    arguments.integer("driver_rows", driver_rows, minimum=0)
     if materialize not in ("shared", "cache", "all"):
         raise ValueError(f"unknown materialize mode {materialize!r}")
     inputs = dict(inputs or {})
@@ -655,7 +683,8 @@ def run(
             raise ValueError("`where` needs a `goal`")
         r = _Run(program, spark, inputs, with_reasons=with_reasons,
                  closure_strategy=closure, max_iterations=max_iterations,
-                 broadcast_rows=broadcast_rows, materialize=materialize, progress=progress)
+                 broadcast_rows=broadcast_rows, materialize=materialize, progress=progress,
+                 driver_rows=driver_rows)
         rows = local.gather(r, local_rows)
         r.local = rows is not None
         if rows is not None:
@@ -679,6 +708,7 @@ def run(
     r = _Run(d.program, spark, used, with_reasons=with_reasons,
              closure_strategy=closure, max_iterations=max_iterations,
              broadcast_rows=broadcast_rows, materialize=materialize, progress=progress,
-             seeds=d.magic, display=d.origin, decision=d.goal_relation)
+             seeds=d.magic, display=d.origin, decision=d.goal_relation,
+             driver_rows=driver_rows)
     r.run()
     return SparkResult(r.results((d.answer, d.goal.rel)), r.kinds, r.reports, r.plans, d)

@@ -70,7 +70,7 @@ def part_relation(run: Run, part: planner.Part) -> str:
     df = run.rule_df(plan, run.full, {}, {})
     arity = len(part.rule.head.args)
     df = run._empty(arity) if df is None else df.distinct()
-    run.full[rel], run.sizes[rel] = run.materialize(df)
+    run.full[rel], run.sizes[rel] = run.materialize(df, rel)  # small: on the driver too
     run.low[rel] = part.low
     run.weight[rel] = 1
     run.progress(f"{rel}: {plural(run.sizes[rel], 'row')} ({plural(paths, 'path')})")

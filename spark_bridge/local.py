@@ -24,20 +24,24 @@ in-memory engine takes them, and join what its rules derive, as on Spark.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
 from grantlog.engine.answer.reasoner import Reasoner
 from grantlog.engine.core import ir
+from grantlog.engine.eval import seminaive
+from grantlog.engine.eval.database import Database
+from grantlog.engine.eval.seminaive import CompiledStratum, StratumStats, evaluate_stratum
+from grantlog.engine.plan.codegen import compile_plan
+from grantlog.engine.plan.join import NegCheck, RulePlan, Scan
 from grantlog.grammar.diagnostics import plural
 
-from . import encoding
-from .reasons import reason_literal
+from . import encoding, planner
+from .reasons import reason_literal, schema
 from .report import StratumReport
 
 #: a goal-less run whose facts and inputs hold at most this many rows runs in memory
 LOCAL_ROWS = 20_000
-REASON_COLUMNS = ("rule", "reason_rel", "reason_row")
 
 
 class Run(Protocol):
@@ -141,9 +145,7 @@ def evaluate(run: Run, inputs: Mapping[str, list[ir.Row]]) -> None:
                    for row in sorted(ctx.F[rel], key=ir.row_key)]
         cols = [f"c{i}" for i in range(program.relations[rel].arity)] or ["_u"]
         T = run.T
-        run.reasons = run.spark.createDataFrame(reasons, T.StructType(
-            [T.StructField(c, T.StringType(), False) for c in cols]
-            + [T.StructField(c, T.StringType(), True) for c in REASON_COLUMNS]))
+        run.reasons = run.spark.createDataFrame(reasons, schema(T, cols))
     seconds = time.perf_counter() - t0
     for st in program.strata:
         n = sum(run.sizes[rel] for rel in st.relations)
@@ -154,3 +156,95 @@ def evaluate(run: Run, inputs: Mapping[str, list[ir.Row]]) -> None:
                      "threshold of facts and inputs)")
     run.progress(f"in memory: {plural(len(program.strata), 'stratum', 'strata')}, "
                  f"{plural(sum(run.sizes.values()), 'row')}, {seconds:.2f} s")
+
+
+# ---------------------------------------------------------------------------------------------
+# small strata on the driver (runs with or without a goal)
+
+#: a relation of at most this many rows is kept on the driver as well (``run(...,
+#: driver_rows=)``): a stratum reading only such relations is evaluated there, no Spark job
+DRIVER_ROWS = 100_000
+Rows = Collection[tuple[str, ...]]
+
+
+def stratum_rows(st: ir.Stratum, plans: list[RulePlan], arity: Mapping[str, int],
+                 rows: Mapping[str, Rows], cap: int) -> tuple[dict[str, set[tuple[str, ...]]],
+                                                              int]:
+    """The stratum ``st``'s relations on the driver, by the in-memory engine's semi-naive
+    evaluation of ``plans`` (engine/eval/seminaive.py, the plans compiled as for memory):
+    ``rows`` holds, in the internal encoding, the stratum's own facts and inputs and every
+    relation its rules read. The rows (encoded) and the number of rounds; ``TooMany`` when
+    a relation passes ``cap`` rows
+    (``seminaive.TooMany``)."""
+    def values(rel: str) -> set[ir.Row]:
+        if not arity[rel]:
+            return {()} if rows[rel] else set()
+        return {tuple(encoding.decode(v) for v in row) for row in rows[rel]}
+
+    reads = {s.rel for p in plans for s in p.steps if isinstance(s, Scan | NegCheck)}
+    db = Database(())
+    for rel in reads | set(st.relations):
+        db.ensure(rel)
+        db.add(rel, values(rel), 0)
+    compiled = [(p, compile_plan(p)) for p in plans]
+    cs = CompiledStratum(st, tuple(c for c in compiled if c[0].delta_literal is None),
+                         tuple(c for c in compiled if c[0].delta_literal is not None))
+    stats = StratumStats(st.index, st.relations)
+    evaluate_stratum(db, cs, 0, stats, cap=cap)
+    out = {r: {tuple(encoding.encode(v) for v in row) or ("1",) for row in db.full[r]}
+           for r in st.relations}
+    if any(len(got) > cap for got in out.values()):
+        raise seminaive.TooMany(cap)
+    return out, stats.iterations
+
+
+def frame(run: Run, rows: Rows, arity: int, cols: list[str] | None = None) -> Any:
+    """A DataFrame of internal rows held on the driver (columns ``cols``, by default the
+    relation's internal ones): an Arrow table, so a local relation in the plan (no Python
+    worker reads it; ``createDataFrame`` of a list is a Python RDD)."""
+    T = run.T
+    if cols is None:
+        cols = [f"c{i}" for i in range(arity)] if arity else ["_u"]
+    schema = T.StructType([T.StructField(c, T.StringType(), False) for c in cols])
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - pyarrow comes with pyspark's SQL extras
+        return run.spark.createDataFrame(list(rows), schema)
+    data = list(rows)
+    table = pa.table({c: pa.array([r[i] for r in data], pa.string())
+                      for i, c in enumerate(cols)})
+    return run.spark.createDataFrame(table, schema=schema)
+
+
+def on_driver(run: Any, st: ir.Stratum) -> StratumReport | None:
+    """The stratum ``st`` of ``run`` (evaluator.py ``_Run``) evaluated on the driver when
+    every relation it reads and its own facts and inputs are held there and its rows stay
+    within ``run.driver_rows``; else None (and its relations' rows are dropped from the
+    driver: Spark's are whole)."""
+    rels = st.relations
+    reads = {a.rel for rid in st.rules for lit in run.program.rules[rid].body
+             for a in [lit.atom if isinstance(lit, ir.Neg) else lit]
+             if isinstance(a, ir.Atom)}
+    if (run.driver_rows <= 0 or (run.with_reasons and run.decision in rels)
+            or not (reads | set(rels)) <= set(run.rows)):
+        for r in rels:
+            run.rows.pop(r, None)
+        return None
+    rec = frozenset(rels) if st.recursive else frozenset()
+    arity = {r: rel.arity for r, rel in run.program.relations.items()}
+    plans = [p for rid in st.rules
+             for p in planner.plans(run.program.rules[rid], rec, run.seeds, run.low)]
+    try:
+        got, rounds = stratum_rows(st, plans, arity, run.rows, run.driver_rows)
+    except seminaive.TooMany:  # past the driver's budget: on Spark
+        for r in rels:
+            run.rows.pop(r, None)
+        return None
+    for p in plans:
+        run.plans.append(f"{p.rule.name}: {p.describe()} (on the driver)")
+    for r in rels:
+        run.rows[r] = got[r]
+        run.sizes[r] = len(got[r])
+        run.weight[r] = 1
+        run.full[r] = frame(run, got[r], run.program.relations[r].arity)
+    return StratumReport(st.index, rels, "driver", rounds, sum(len(got[r]) for r in rels))

@@ -116,6 +116,16 @@ def copies(plan: RulePlan) -> bool:
     return all(not is_anon(ir.Var(name)) and name in head for _col, name in s.out)
 
 
+def unique(plan: RulePlan) -> bool:
+    """Whether ``plan``'s head rows are distinct without a ``distinct``: its head keeps every
+    variable its scans bind and no scan drops a column (``_``), so each head row is one
+    binding of the body, and the bindings of a join of distinct relations (every relation on
+    Spark is) are distinct. :func:`copies` is the one-atom case."""
+    head = {t.name for t in plan.head.args if isinstance(t, ir.Var)}
+    return all(not is_anon(ir.Var(name)) and name in head
+               for s in plan.steps if isinstance(s, Scan) for _col, name in s.out)
+
+
 def needed(plan: RulePlan) -> list[set[str]]:
     """Per step of ``plan``, the variables read at or after it (by a later step's key,
     comparison or assignment, or by the head): what a join must keep from that step on."""

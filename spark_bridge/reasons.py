@@ -50,6 +50,7 @@ from grantlog.engine.core.terms import is_anon
 from grantlog.engine.plan.join import RulePlan
 
 from . import encoding, planner
+from .encoding import REASON_COLUMNS
 
 
 def _role_relations(program: ir.Program) -> frozenset[str]:
@@ -255,3 +256,29 @@ def _least(F: Any, df: Any) -> Any:
     return (df.groupBy("key")
             .agg(F.min(F.struct("rank", "grant_rel", "grant_row")).alias("g"))
             .select("key", "g.grant_rel", "g.grant_row"))
+
+
+# -- one reason per row ---------------------------------------------------------------------
+
+def least(F: Any, cols: list[str], df: Any) -> Any:
+    """One row per data row of ``df``: the least (rule, reason_rel, reason_row), a null one
+    last."""
+    return (df.groupBy(*cols)
+            .agg(F.min_by(F.struct(*REASON_COLUMNS),
+                          F.when(F.col("rule").isNull(), F.lit("\uffff"))
+                          .otherwise(F.concat_ws("\u0000", *REASON_COLUMNS))).alias("r"))
+            .select(*cols, "r.*"))
+
+
+def pick(F: Any, cols: list[str], df: Any, reasons: Any | None) -> Any:
+    """One reason per row of ``df`` and of ``reasons`` (rows with their reason columns, or
+    None): the least one (:func:`least`); rows that are only facts or inputs get none."""
+    none = F.lit(None).cast("string")
+    base = df.select(*cols, *[none.alias(c) for c in REASON_COLUMNS])
+    return least(F, cols, base if reasons is None else base.unionByName(reasons))
+
+
+def schema(T: Any, cols: list[str]) -> Any:
+    """The Spark schema of a relation's rows (internal columns ``cols``) with their reasons."""
+    return T.StructType([T.StructField(c, T.StringType(), False) for c in cols]
+                        + [T.StructField(c, T.StringType(), True) for c in REASON_COLUMNS])

@@ -19,6 +19,15 @@ the coalesced rows that are new). Comparisons and assignments act on the values,
 intervals, as in the plain evaluator (spark_bridge/evaluator.py, whose value encoding this
 module shares).
 
+Every stratum's relations are coalesced (not only ``distinct``: a row derived along two paths
+over overlapping intervals is one row per stretch of presence, so fragments do not multiply
+through the joins that read it); a relation of one rule whose head keeps every variable comes
+coalesced from coalesced relations and is left as it is (:func:`_keeps_all`). A join
+broadcasts a side known to hold at most :data:`BROADCAST_ROWS` rows when the other may hold
+more (sizes: the base relations' and the computed ones' counts, and for a lazy relation the
+bound its rules give: the sum over its rules of the product of their scans' rows); a
+negation is one left join with the gaps of the negated rows' intervals.
+
 Few Spark jobs (:meth:`_Temporal.run`): the base facts are the driver's rows and a
 non-recursive stratum a lazy plan (no job); lazy relations still to be read are computed
 together, one job for all (:meth:`_Temporal.settle`), before a recursive stratum or when a
@@ -44,6 +53,7 @@ from typing import Any
 from grantlog.engine.answer.periods import Period, Stretch, period
 from grantlog.engine.compile.restrict import restrict
 from grantlog.engine.core import arguments, ir, progress
+from grantlog.engine.core.terms import is_anon
 from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
@@ -53,6 +63,8 @@ from .evaluator import PLAN_LIMIT, rel_cols
 #: interval bounds beyond any revision (the gaps before the first and after the last
 #: interval of a negated row)
 LOW, HIGH = -(2**62), 2**62
+#: a relation (or delta) known to hold at most this many rows is broadcast to its joins
+BROADCAST_ROWS = 100_000
 #: the Parquet layout (docs/history.md)
 COLUMNS = ("subject", "operation", "resource", "from_revision", "from_time",
            "until_revision", "until_time", "held_at_since")
@@ -94,13 +106,17 @@ class _Temporal:
                 for row, lo, hi in s.facts.get(rel, ())]
         rows += [(*(encoding.encode(v) for v in f.row), s.start, s.end) if f.row
                  else ("1", s.start, s.end) for f in self.program.facts if f.rel == rel]
-        if rel not in self.program.derived:
-            self.sizes[rel] = len(rows)
+        self.sizes[rel] = len(rows)  # a derived relation's: its rules' rows added later
         return self.spark.createDataFrame(rows, self._schema(self.program.relations[rel].arity))
 
     def coalesce(self, df: Any, keys: list[str]) -> Any:
-        """Per row of ``keys``, its intervals merged where they overlap or touch."""
+        """Per row of ``keys``, its intervals merged where they overlap or touch: one row
+        per stretch of presence. The exact duplicates go first (``distinct``: an aggregate
+        that drops them before its shuffle, where a join's derivations of one row through
+        different paths mostly share their interval), then a window over each row's
+        intervals in order numbers the stretches."""
         F, W = self.F, self.W
+        df = df.distinct()
         w = W.partitionBy(*keys).orderBy("lo", "hi")
         before = F.max("hi").over(w.rowsBetween(W.unboundedPreceding, -1))
         starts = F.when(before.isNull() | (F.col("lo") > before), 1).otherwise(0)
@@ -112,9 +128,14 @@ class _Temporal:
     # -- rules ------------------------------------------------------------------------------
 
     def rule_df(self, plan: RulePlan, sources: Mapping[str, Any],
-                deltas: Mapping[str, Any]) -> Any | None:
+                deltas: Mapping[str, Any], delta_sizes: Mapping[str, int] | None = None
+                ) -> tuple[Any, int] | None:
         """The head rows of one plan with their intervals (None: a constant comparison
-        makes the rule empty)."""
+        makes the rule empty) and at most how many (the product of its scans' rows,
+        :meth:`_rows`; ``delta_sizes``: the deltas' rows). A join of a side of at most
+        :data:`BROADCAST_ROWS` rows with one that may hold more broadcasts the small side
+        (a shuffle of the big one saved); two small sides are joined as they are (a
+        broadcast of a computed relation is a Spark job of its own)."""
         F = self.F
         v = encoding.VarColumns()
         expr = v.expr
@@ -122,9 +143,11 @@ class _Temporal:
         steps = plan.steps
         need = planner.needed(plan)
         b: Any = None
+        most = 1  # at most this many rows so far (the product of the rows of the scans)
         for i, s in enumerate(steps):
             if isinstance(s, Scan):
                 src = (deltas if s.source == "delta" else sources)[s.rel]
+                n = self._rows(s, delta_sizes or {})
                 conds, proj, join_on = encoding.scan_columns(s, need[i], v)
                 for c in conds:
                     src = src.filter(c)
@@ -134,9 +157,15 @@ class _Temporal:
                     right = self.coalesce(right.withColumnRenamed("l2", "lo")
                                           .withColumnRenamed("h2", "hi"), []) \
                         .select(F.col("lo").alias("l2"), F.col("hi").alias("h2"))
+                    n = min(n, self.stretch.end - self.stretch.start)  # disjoint intervals
                 if b is None:
-                    b = right.withColumnRenamed("l2", "lo").withColumnRenamed("h2", "hi")
+                    b, most = right.withColumnRenamed("l2", "lo").withColumnRenamed("h2", "hi"), n
                     continue
+                if n <= BROADCAST_ROWS < most:
+                    right = F.broadcast(right)
+                elif most <= BROADCAST_ROWS < n:
+                    b = F.broadcast(b)
+                most = min(most * n, HIGH)
                 b = b.join(right, on=join_on, how="inner") if join_on else b.crossJoin(right)
                 b = b.withColumn("lo", F.greatest("lo", "l2")) \
                     .withColumn("hi", F.least("hi", "h2")).drop("l2", "h2") \
@@ -150,7 +179,10 @@ class _Temporal:
             elif isinstance(s, Assign):
                 b = (self._whole() if b is None else b).withColumn(v(s.var), expr(s.value))
             else:
-                b = self._without(self._whole() if b is None else b, s, sources, v)
+                b = self._without(self._whole() if b is None else b, s, sources, v,
+                                  most > BROADCAST_ROWS)
+            if b is None:  # a comparison of constants that holds: nothing bound yet
+                continue
             keep = [v(n) for n in sorted(need[i]) if v(n) in b.columns] + ["lo", "hi"]
             if len(keep) < len(b.columns):
                 b = b.select(*keep)
@@ -158,7 +190,7 @@ class _Temporal:
             b = self._whole()
         head = [expr(t).alias(f"c{i}") for i, t in enumerate(plan.head.args)] or [
             F.lit("1").alias("_u")]
-        return b.select(*head, "lo", "hi")
+        return b.select(*head, "lo", "hi"), most
 
     def _whole(self) -> Any:
         """One binding holding through the whole stretch (a rule that starts without a scan)."""
@@ -166,10 +198,13 @@ class _Temporal:
         return self.spark.range(1).select(F.lit(self.stretch.start).cast("long").alias("lo"),
                                           F.lit(self.stretch.end).cast("long").alias("hi"))
 
-    def _without(self, b: Any, s: NegCheck, sources: Mapping[str, Any], v: Any) -> Any:
+    def _without(self, b: Any, s: NegCheck, sources: Mapping[str, Any], v: Any,
+                 big: bool = False) -> Any:
         """``b`` where the negated atom does not hold: a binding whose key the negated
         relation never has keeps its interval; the others keep the parts of it that fall in
-        the gaps between the (coalesced) intervals of their key."""
+        the gaps between the (coalesced) intervals of their key. One left join with the
+        gaps (every key the negated relation has has one at least: the one before its first
+        interval), so ``b`` is read once."""
         F, W = self.F, self.W
         neg = sources[s.rel]
         conds, proj = encoding.key_columns(s.key_cols, s.key_terms, v)
@@ -183,16 +218,21 @@ class _Temporal:
                            F.col("lo").alias("h2"))
         ends = held.groupBy(*keys).agg(F.max("hi").alias("l2")) \
             .withColumn("h2", F.lit(HIGH).cast("long"))
-        gaps = gaps.unionByName(ends).filter(F.col("l2") < F.col("h2"))
-        if keys:
-            free = b.join(held.select(*keys).distinct(), on=keys, how="left_anti")
-            cut = b.join(gaps, on=keys, how="inner")
-        else:
-            free = b.join(held.limit(1), how="left_anti")
-            cut = b.crossJoin(gaps)
-        cut = cut.withColumn("lo", F.greatest("lo", "l2")).withColumn("hi", F.least("hi", "h2")) \
+        gaps = gaps.unionByName(ends)
+        if big and (not keys or self.sizes.get(s.rel, HIGH) <= BROADCAST_ROWS):
+            gaps = F.broadcast(gaps)  # (twice the rows of ``held`` at most)
+        out = b.join(gaps, on=keys, how="left") if keys else b.join(gaps, how="left")
+        free = F.col("l2").isNull()
+        return out.withColumn("lo", F.when(free, F.col("lo")).otherwise(F.greatest("lo", "l2"))) \
+            .withColumn("hi", F.when(free, F.col("hi")).otherwise(F.least("hi", "h2"))) \
             .drop("l2", "h2").filter(F.col("lo") < F.col("hi"))
-        return free.unionByName(cut)
+
+    def _rows(self, s: Scan, delta_sizes: Mapping[str, int]) -> int:
+        """At most how many rows scan ``s`` reads: its relation's (:attr:`sizes`; a delta's:
+        ``delta_sizes``; unknown: :data:`HIGH`)."""
+        if s.source == "delta":
+            return delta_sizes.get(s.rel, HIGH)
+        return self.sizes.get(s.rel, HIGH)
 
     # -- materialization --------------------------------------------------------------------
 
@@ -279,14 +319,17 @@ class _Temporal:
         return self.full[program.decision]
 
     def _stratum(self, st: ir.Stratum, weight: int) -> None:
-        """A stratum's relations: the union of their rules' rows (``distinct``: a row's
-        intervals need not be merged to be exact), lazy; a recursive stratum runs
+        """A stratum's relations: the union of their rules' rows, coalesced (a row's
+        intervals merged: the same answer in fewer rows, so fragments of one stretch do not
+        multiply through the joins that read it), lazy; a recursive stratum runs
         semi-naively on coalesced rows, one job per round (:meth:`settle`: every relation
         of the stratum, each row flagged new or not, the new ones counted)."""
         program = self.program
         mine = frozenset(st.relations)
         cols = {rel: rel_cols(program.relations[rel].arity) for rel in mine}
         start: dict[str, list[Any]] = {rel: [self._base(rel)] for rel in mine}
+        most = {rel: self.sizes[rel] for rel in mine}
+        plain = {rel for rel in mine if not most[rel]}  # one rule's rows, as they are
         later = []
         for rule in (program.rules[i] for i in st.rules):
             body = {lit.rel for lit in rule.body if isinstance(lit, ir.Atom)}
@@ -294,13 +337,18 @@ class _Temporal:
                 later.append(rule)
                 continue
             for plan in planner.plans(rule):
-                df = self.rule_df(plan, self.full, {})
-                if df is not None:
-                    start[rule.head.rel].append(df)
+                got = self.rule_df(plan, self.full, {})
+                if got is not None:
+                    start[rule.head.rel].append(got[0])
+                    most[rule.head.rel] = min(most[rule.head.rel] + got[1], HIGH)
+                    if not _keeps_all(plan):
+                        plain.discard(rule.head.rel)
         if not later:
             for rel in mine:
-                self.full[rel] = _union(start[rel]).distinct()
-                self.weight[rel] = weight
+                one = rel in plain and len(start[rel]) == 2
+                self.full[rel] = start[rel][1] if one else \
+                    self.coalesce(_union(start[rel]), cols[rel])
+                self.weight[rel], self.sizes[rel] = weight, most[rel]
             return
         F = self.F
         first = {rel: self.coalesce(_union(start[rel]), cols[rel])
@@ -309,7 +357,10 @@ class _Temporal:
         while True:
             self.full.update({rel: rows[rel].drop("_new") for rel in mine})
             self.weight.update(dict.fromkeys(mine, 1))
-            fresh = {rel for rel in mine if self.counts.get((rel, True))}
+            news = {rel: self.counts.get((rel, True), 0) for rel in mine}
+            self.sizes.update({rel: news[rel] + self.counts.get((rel, False), 0)
+                               for rel in mine})
+            fresh = {rel for rel in mine if news[rel]}
             if not fresh:
                 return
             delta = {rel: rows[rel].filter("_new").drop("_new") for rel in fresh}
@@ -317,9 +368,9 @@ class _Temporal:
             for rule in later:
                 for plan in planner.plans(rule, mine):
                     if plan.delta_literal is not None and plan.delta_rel in fresh:
-                        df = self.rule_df(plan, self.full, delta)
-                        if df is not None:
-                            found[rule.head.rel].append(df)
+                        got = self.rule_df(plan, self.full, delta, news)
+                        if got is not None:
+                            found[rule.head.rel].append(got[0])
             # a coalesced row is new unless the round before had it, interval and all
             nxt = {}
             for rel in mine:
@@ -330,6 +381,17 @@ class _Temporal:
                     .select(*keys, F.col("_had").isNull().alias("_new"))
             self.counts.clear()
             rows = self.settle(nxt, "_new")
+
+
+def _keeps_all(plan: RulePlan) -> bool:
+    """Whether ``plan``'s head keeps every variable its positive atoms bind (none is
+    anonymous): then a binding is a head row, and a relation of that one rule over
+    coalesced relations is coalesced as it comes (a row's intervals are the intersections
+    of its body rows', disjoint and not touching), so :meth:`_Temporal.coalesce` is
+    skipped: it would only cost a shuffle and a sort."""
+    head = {t.name for t in plan.head.args if isinstance(t, ir.Var)}
+    return all(not isinstance(t, ir.Var) or (not is_anon(t) and t.name in head)
+               for lit in plan.rule.body if isinstance(lit, ir.Atom) for t in lit.args)
 
 
 def _atoms(rule: ir.Rule) -> list[ir.Atom]:

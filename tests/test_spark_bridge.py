@@ -307,7 +307,8 @@ def test_cli_run_writes_parquet(spark: Any, tmp_path: Path, capsys: pytest.Captu
     out = tmp_path / "out"
     code = spark_cli(["run", "--rules", str(rules), "--input", f"grant={tmp_path}/grant.csv",
                       "--inputs", str(mapping), "--output", str(out), "-r", "allowed", "-r", "p",
-                      "--with-reasons", "--explain-plan", "--progress", "--local-rows", "0"])
+                      "--with-reasons", "--explain-plan", "--progress", "--local-rows", "0",
+                      "--driver-rows", "0"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "stratum" in captured.err and "doubling round" in captured.err

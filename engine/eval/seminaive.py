@@ -90,53 +90,64 @@ class Evaluator:
             for cs in self.strata:
                 t0 = time.perf_counter()
                 s = StratumStats(cs.stratum.index, cs.stratum.relations)
-                level = self._stratum(db, cs, level, s, advance, stats.derived)
+                level = evaluate_stratum(db, cs, level, s, advance, stats.derived)
                 s.seconds = time.perf_counter() - t0
                 stats.strata.append(s)
                 advance(1, postfix=_derived(stats.derived))
         db.level = level
         return stats
 
-    def _stratum(self, db: Database, cs: CompiledStratum, level: int, s: StratumStats,
-                 advance: Advance = nothing, before: int = 0) -> int:
-        """Evaluate one stratum; ``advance``: its progress (the rows derived, ``before`` it
-        and in it, after each round of a recursive stratum)."""
-        F = db.full
-        index = db.index
-        for r in cs.stratum.relations:
-            db.ensure(r)
-        outs: dict[str, set[ir.Row]] = {r: set() for r in cs.stratum.relations}
-        for plan, fn in cs.exit_plans:
-            fn(F, None, index, outs[plan.head.rel].add, {})
+
+class TooMany(Exception):
+    """A stratum evaluated with a ``cap`` derived more rows than it."""
+
+
+def evaluate_stratum(db: Database, cs: CompiledStratum, level: int, s: StratumStats,
+                     advance: Advance = nothing, before: int = 0, cap: int = 0) -> int:
+    """Evaluate one stratum semi-naively over ``db``: its rows are added at the levels after
+    ``level`` (the last one is returned); ``advance``: its progress (the rows derived,
+    ``before`` it and in it, after each round of a recursive stratum); ``cap`` (0: none):
+    :class:`TooMany` once a round has derived more rows than that."""
+    F = db.full
+    index = db.index
+    for r in cs.stratum.relations:
+        db.ensure(r)
+    outs: dict[str, set[ir.Row]] = {r: set() for r in cs.stratum.relations}
+    for plan, fn in cs.exit_plans:
+        fn(F, None, index, outs[plan.head.rel].add, {})
+    level += 1
+    s.iterations = 1
+    delta: dict[str, set[ir.Row]] = {}
+    for r, out in outs.items():
+        new = out.difference(F[r])
+        db.add(r, new, level)
+        s.derived += len(new)
+    if cap and s.derived > cap:
+        raise TooMany(s.derived)
+    if not cs.delta_plans:
+        return level
+    delta = {r: set(F[r]) for r in cs.stratum.relations}
+    while any(delta.values()):
+        outs = {r: set() for r in cs.stratum.relations}
+        for plan, fn in cs.delta_plans:
+            rel = plan.delta_rel
+            assert rel is not None
+            if delta[rel]:
+                fn(F, delta, index, outs[plan.head.rel].add, {})
         level += 1
-        s.iterations = 1
-        delta: dict[str, set[ir.Row]] = {}
+        s.iterations += 1
         for r, out in outs.items():
+            # delta_r = new_r - full_r ; full_r += delta_r
             new = out.difference(F[r])
             db.add(r, new, level)
+            delta[r] = new
             s.derived += len(new)
-        if not cs.delta_plans:
-            return level
-        delta = {r: set(F[r]) for r in cs.stratum.relations}
-        while any(delta.values()):
-            outs = {r: set() for r in cs.stratum.relations}
-            for plan, fn in cs.delta_plans:
-                rel = plan.delta_rel
-                assert rel is not None
-                if delta[rel]:
-                    fn(F, delta, index, outs[plan.head.rel].add, {})
-            level += 1
-            s.iterations += 1
-            for r, out in outs.items():
-                # delta_r = new_r - full_r ; full_r += delta_r
-                new = out.difference(F[r])
-                db.add(r, new, level)
-                delta[r] = new
-                s.derived += len(new)
-            if advance is not nothing:  # no text made per round unless shown
-                advance(0, postfix=f"{_derived(before + s.derived)} (stratum "
-                        f"{cs.stratum.index} round {s.iterations})")
-        return level
+        if cap and s.derived > cap:
+            raise TooMany(s.derived)
+        if advance is not nothing:  # no text made per round unless shown
+            advance(0, postfix=f"{_derived(before + s.derived)} (stratum "
+                    f"{cs.stratum.index} round {s.iterations})")
+    return level
 
 
 def _derived(n: int) -> str:

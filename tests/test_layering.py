@@ -30,6 +30,7 @@ Each rule is also shown to catch a violation planted in a synthetic tree.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -81,7 +82,8 @@ OPTIONAL: dict[str, tuple[str, ...]] = {
     "jmespath": ("grantlog.service",),
     "pygls": ("grantlog.lsp",),
     "lsprotocol": ("grantlog.lsp",),
-    "pyarrow": ("grantlog.store.ingest",),
+    # spark_bridge/local.py: small relations as Arrow local relations (a list without it)
+    "pyarrow": ("grantlog.store.ingest", "grantlog.spark_bridge.local"),
     "sqlglot": ("grantlog.filters",),
     "pyDatalog": ("grantlog.engine.backends.pydatalog",),
     "httpx": ("grantlog.client",),
@@ -143,8 +145,18 @@ def modules(root: Path) -> dict[str, Path]:
     return out
 
 
-def imports(root: Path) -> list[Import]:
-    """Every import of every module, wherever it stands in the file."""
+def imports(root: Path) -> tuple[Import, ...]:
+    """Every import of every module, wherever it stands in the file: the repository's read
+    once per run (five rules walk it), a planted tree's each time."""
+    return _repository_imports() if root == ROOT else _imports(root)
+
+
+@functools.cache
+def _repository_imports() -> tuple[Import, ...]:
+    return _imports(ROOT)
+
+
+def _imports(root: Path) -> tuple[Import, ...]:
     mods = modules(root)
     out = []
     for src, rel in mods.items():
@@ -162,7 +174,7 @@ def imports(root: Path) -> list[Import]:
                     sub = f"{mod}.{a.name}"
                     out.append(Import(rel.as_posix(), src, sub, "", node.lineno) if sub in mods
                                else Import(rel.as_posix(), src, mod, a.name, node.lineno))
-    return out
+    return tuple(out)
 
 
 def _under(module: str, prefix: str) -> bool:

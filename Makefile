@@ -34,12 +34,16 @@ demo: $(STAMP)
 ## the TextMate grammar's tests when Node.js is there (it is on the project's machines).
 test: $(STAMP) browser lint typecheck unit grammar
 
-## Headless Chromium for the explorer's browser tests (tests/test_explorer_e2e.py): installed
+## Headless Chromium for the explorer's browser tests (tests/test_explorer_e2e.py), and Neovim for
+## the language server's Neovim client test (tests/test_lsp.py): installed
 ## with apt-get when missing and apt-get is usable (root); otherwise those tests skip, saying why.
 browser:
 	@command -v chromedriver >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 		&& apt-get install -y -q chromium chromium-driver >/dev/null; } \
 		|| echo "browser tests will skip: chromium and chromium-driver are not installed"
+	@command -v nvim >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& apt-get install -y -q neovim >/dev/null; } \
+		|| echo "the Neovim client test (tests/test_lsp.py) will skip: neovim is not installed"
 
 ## The explorer's vendored front-end files (shiki's TextMate core bundled by esbuild, the grammar's
 ## copy, axe-core for the accessibility test), rebuilt from grantlog/explorer/assets/'s lock file

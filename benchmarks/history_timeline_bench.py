@@ -53,15 +53,21 @@ def pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, round(q * (len(s) - 1)))] * 1000
 
 
-def pairs(r: grantlog.Reasoner, w: hw.World, k: int, rng: random.Random,
-          ) -> list[tuple[str, str, str]]:
-    """The focus pair and ``k - 1`` pairs whose privilege some transaction granted."""
+def holders(r: grantlog.Reasoner) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Who holds each role (users and groups) and who is in each group, at the head."""
     roles: dict[str, set[str]] = {}
     for principal, role in r.rows("role_of"):
         roles.setdefault(str(role), set()).add(str(principal))
     groups: dict[str, set[str]] = {}
     for u, g in r.rows("member"):
         groups.setdefault(str(g), set()).add(str(u))
+    return roles, groups
+
+
+def pairs(r: grantlog.Reasoner, w: hw.World, k: int, rng: random.Random,
+          ) -> list[tuple[str, str, str]]:
+    """The focus pair and ``k - 1`` pairs whose privilege some transaction granted."""
+    roles, groups = holders(r)
     out = [(w.focus_user, "select_table", w.focus_table)]
     con = sqlite3.connect(w.path)
     try:
@@ -142,12 +148,7 @@ def timed_pairs(r: grantlog.Reasoner, w: hw.World, asked: list[tuple[str, str, s
     """``asked`` with every other pair after the focus pair replaced by one whose grant
     some transaction wrote with a validity interval (a ``@valid`` row: history_world.py
     ``expiring``): a user holding that role at the head, asked for that privilege."""
-    roles: dict[str, set[str]] = {}
-    for principal, role in r.rows("role_of"):
-        roles.setdefault(str(role), set()).add(str(principal))
-    groups: dict[str, set[str]] = {}
-    for u, g in r.rows("member"):
-        groups.setdefault(str(g), set()).add(str(u))
+    roles, groups = holders(r)
     con = sqlite3.connect(w.path)
     out = list(asked)
     try:

@@ -389,6 +389,9 @@ def main() -> None:
     ap.add_argument("--users", type=int, default=gw.N_USERS)
     ap.add_argument("--fresh", action="store_true", help="rebuild even if it exists")
     a = ap.parse_args()
+    for name in ("tables", "transactions", "users", "every"):
+        if getattr(a, name) < 1:
+            ap.error(f"--{name} must be at least 1, not {getattr(a, name)}")
     world = build(a.path, a.tables, a.transactions, seed=a.seed, every=a.every,
                   reuse=not a.fresh, log=print, users=a.users)
     print(f"head {world.head:,}; focus {world.focus_user} on {world.focus_table}")

@@ -244,3 +244,44 @@ def page(browser: Any, explorer_url: str) -> Iterator[Any]:
     import browser_support
 
     yield from browser_support.fresh_page(browser, explorer_url)
+
+
+# -- generated transaction histories (the history tests' shared generator and writer) ----------
+
+def history_strategy(values: dict[str, tuple[list[str], ...]], signs: str = "+-",
+                     most: int = 8) -> Any:
+    """Histories: at most ``most`` transactions, each 1-4 inserts (``+``) and retracts
+    (``-``; ``signs`` weighs them) of rows over ``values`` (relation -> each column's
+    values), with at most one ``"swap"`` (install policy B) among them."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def op(draw: st.DrawFn) -> tuple[str, str, tuple[str, ...]]:
+        rel = draw(st.sampled_from(sorted(values)))
+        row = tuple(draw(st.sampled_from(vs)) for vs in values[rel])
+        return rel, draw(st.sampled_from(signs)), row
+
+    return st.lists(st.lists(op(), min_size=1, max_size=4), min_size=1, max_size=most).flatmap(
+        lambda txs: st.integers(0, len(txs) + 1).map(
+            lambda at: [*txs[:at], "swap", *txs[at:]] if at <= len(txs) else txs))
+
+
+def write_history(policy_a: Any, policy_b: Any, url: str, history: list[Any], every: int,
+                  reasons: bool = False) -> int:
+    """Write ``history`` to a new store at ``url`` under ``policy_a`` (a ``"swap"`` installs
+    ``policy_b``), checkpoints every ``every`` revisions, each transaction by author
+    ``a<n>`` (and reason ``step <n>`` with ``reasons``); the head revision."""
+    import grantlog
+
+    with grantlog.Reasoner(policy_a, store=url, create=True, follow=False) as r:
+        assert r.store is not None
+        r.store.checkpoint(every)
+        for n, step in enumerate(history):
+            if step == "swap":
+                r.store.put_policy(policy_b)
+                continue
+            extra = {"reason": f"step {n}"} if reasons else {}
+            with r.transaction(author=f"a{n}", **extra) as tx:
+                for rel, sign, row in step:
+                    (tx.insert if sign == "+" else tx.retract)(rel, [row])
+        return int(r.revision)

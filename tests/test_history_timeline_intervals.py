@@ -13,6 +13,7 @@ import itertools
 from typing import Any
 
 import pytest
+from conftest import history_strategy, write_history
 from grantlog.engine.answer import timed, timelines
 from grantlog.engine.answer.spans import meet, merge, minus
 from hypothesis import HealthCheck, given, settings
@@ -52,31 +53,11 @@ VALUES: dict[str, tuple[list[str], ...]] = {
 COUNTER = itertools.count()
 
 
-@st.composite
-def op(draw: st.DrawFn) -> tuple[str, str, tuple[str, ...]]:
-    rel = draw(st.sampled_from(sorted(VALUES)))
-    row = tuple(draw(st.sampled_from(vs)) for vs in VALUES[rel])
-    return rel, draw(st.sampled_from("+-")), row
-
-
-#: transactions and, at most once, "swap" (install policy B)
-histories = st.lists(st.lists(op(), min_size=1, max_size=4), min_size=1, max_size=8).flatmap(
-    lambda txs: st.integers(0, len(txs) + 1).map(
-        lambda at: [*txs[:at], "swap", *txs[at:]] if at <= len(txs) else txs))
+histories = history_strategy(VALUES, "+-", 8)
 
 
 def _write(url: str, history: list[Any], every: int) -> int:
-    with grantlog.Reasoner(POLICY_A, store=url, create=True, follow=False) as r:
-        assert r.store is not None
-        r.store.checkpoint(every)
-        for n, step in enumerate(history):
-            if step == "swap":
-                r.store.put_policy(POLICY_B)
-                continue
-            with r.transaction(author=f"a{n}", reason=f"step {n}") as tx:
-                for rel, sign, row in step:
-                    (tx.insert if sign == "+" else tx.retract)(rel, [row])
-        return int(r.revision)
+    return write_history(POLICY_A, POLICY_B, url, history, every, reasons=True)
 
 
 def _replay_one(r: grantlog.Reasoner, u: str, o: str, x: str, first: int) -> list[Any]:

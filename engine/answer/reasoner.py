@@ -30,7 +30,7 @@ from ..core.results import (
     Transaction,
     Writes,
 )
-from ..eval.database import Database, net_change
+from ..eval.database import Database, fresh, net_change
 from ..eval.demand import DemandContext, Memo
 from ..eval.incremental import Maintainer, dependents
 from ..eval.seminaive import EvalStats, Evaluator
@@ -399,7 +399,7 @@ class Reasoner(Writes):
             if plus or minus:
                 old.remove(rel, minus)
                 old.add(rel, plus, 0)
-                changed[rel] = Change(set(plus), set(minus))
+                changed[rel] = Change(fresh(plus), set(minus))  # a write's own: no copy
         self._db = None
         new = self._database(old)
         for rel in self._base:  # derived relations (base-only ones are done above)

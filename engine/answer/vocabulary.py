@@ -14,7 +14,10 @@ demand is not looked into: its values are taken as known (no false warning).
 
 Only answers that could be a typo pay: a denied check, an empty ``list``/``who``, a filter
 that admits nothing. An allowed check or a non-empty listing used every constant it was
-given. The suggestion (engine/core/suggest.py) is made among the same column's constants and
+given. And they pay for the "did you mean" only when it is read: the warning's ``help``
+(:class:`Unknown`) is computed when first read (shown, rendered, turned into JSON), so the
+denials a program only counts (a filter's or a listing's checks, a sweep of every value)
+make none. The suggestion (engine/core/suggest.py) is made among the same column's constants and
 stored values: over the live database, an index of each column's values (:func:`stored_names`,
 built on the first suggestion and kept up to date as rows come and go), so a denial of an
 unknown table among a million costs a millisecond or two, not a pass over every value
@@ -26,10 +29,10 @@ from __future__ import annotations
 import dataclasses
 import threading
 import weakref
-from collections.abc import Collection, Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any, NamedTuple
 
-from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, warning
+from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span
 
 from ..compile.columns import column_sources
 from ..core import ir
@@ -139,21 +142,37 @@ def known(program: ir.Program, ctx: DemandContext, rel: str, column: int,
 def suggestion(program: ir.Program, ctx: DemandContext, arg: Arg) -> str | None:
     """The known value of ``arg``'s column closest to its value, if any: among the column's
     constants, and the values stored in each base column feeding it (their index's keys)."""
+    return suggester(program, ctx, arg)()
+
+
+def suggester(program: ir.Program, ctx: DemandContext, arg: Arg
+              ) -> Callable[[], str | None]:
+    """:func:`suggestion`, to be computed later: what it reads of the database is taken now
+    (under the reasoner's lock: the live columns' :class:`Names`, which are safe to share
+    and kept up to date; over another view, its suggestion itself), the comparisons are
+    made when it is called."""
+    value = arg.value
     if arg.column == KINDS:
-        return closest(arg.value, hierarchy_roles(program).kinds)
+        kinds = hierarchy_roles(program).kinds
+        return lambda: closest(value, kinds)
     got = sources(program, arg.relation, arg.column)
     if got is None:
-        return None
+        return lambda: None
     consts, bases = got
-    best = [c] if (c := closest(arg.value, consts)) is not None else []
+    names: list[Names] = []
+    found: list[str] = []
     for rel, cols in bases:
         if rel not in program.virtual and ctx.full.get(rel):
             pool = stored_names(ctx, rel, cols)
-            c = (pool.closest(arg.value) if isinstance(pool, Names)
-                 else closest(arg.value, pool))
-            if c is not None:
-                best.append(c)
-    return closest(arg.value, best)
+            if isinstance(pool, Names):
+                names.append(pool)
+            elif (c := closest(value, pool)) is not None:
+                found.append(c)
+
+    def near() -> str | None:
+        best = [closest(value, consts), *(pool.closest(value) for pool in names), *found]
+        return closest(value, [c for c in best if c is not None])
+    return near
 
 
 #: per live database, (relation, column) -> the column's stored values as suggestion names
@@ -198,24 +217,76 @@ def _watched(db: Database, rel: str, col: int) -> Names:
 def unknown(program: ir.Program, ctx: DemandContext, args: Iterable[Arg]
             ) -> tuple[Diagnostic, ...]:
     """An ``unknown-constant`` warning for each argument no rule, declaration or fact
-    mentions (in its column), with a "did you mean"."""
-    out = []
+    mentions (in its column), with a "did you mean" (computed when read: :class:`Unknown`)."""
+    out: list[Diagnostic] = []
     for arg in args:
         if known(program, ctx, arg.relation, arg.column, arg.value):
             continue
-        near = suggestion(program, ctx, arg)
-        out.append(warning(
+        out.append(Unknown(
             CODE, f"no rule, declaration or fact has `{arg.value}` as the {arg.what}",
-            NOWHERE,
-            f"did you mean `{near}`?" if near is not None else
-            "check its spelling: no answer can involve it, whatever the policy says"))
+            NOWHERE, "warning", later=suggester(program, ctx, arg)))
     return tuple(out)
+
+
+def did_you_mean(near: str | None) -> str:
+    """An ``unknown-constant`` warning's help for the suggestion ``near``."""
+    return (f"did you mean `{near}`?" if near is not None else
+            "check its spelling: no answer can involve it, whatever the policy says")
+
+
+class Unknown(Diagnostic):
+    """An ``unknown-constant`` warning whose help, the "did you mean", is computed when it
+    is first read (``later``: the suggestion, :func:`suggester`) — rendered, shown, turned
+    into JSON or compared — not when the denial is decided: a program that reads only
+    ``allowed`` pays nothing for it. Equal to the :class:`Diagnostic` with the same
+    fields, shown and pickled as one."""
+
+    def __init__(self, code: str, message: str, span: Span, severity: Any = "error",
+                 help: str | None = None, notes: tuple[str, ...] = (),
+                 later: Callable[[], str | None] | None = None) -> None:
+        object.__setattr__(self, "_later", later)
+        super().__init__(code, message, span, severity, help, notes)
+
+    @property
+    def help(self) -> str | None:
+        later = self.__dict__.get("_later")
+        if later is not None:  # (two threads may both compute it: the same text)
+            self.__dict__["_help"] = did_you_mean(later())
+            self.__dict__["_later"] = None
+        got: str | None = self.__dict__.get("_help")
+        return got
+
+    @help.setter
+    def help(self, text: str | None) -> None:
+        if self.__dict__.get("_later") is None:
+            self.__dict__["_help"] = text
+
+    def plain(self) -> Diagnostic:
+        """The same warning as a plain :class:`Diagnostic` (its help computed)."""
+        return Diagnostic(self.code, self.message, self.span, self.severity, self.help,
+                          self.notes)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Diagnostic):
+            return NotImplemented
+        return self.plain() == (other.plain() if isinstance(other, Unknown) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.plain())
+
+    def __repr__(self) -> str:
+        return repr(self.plain())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Diagnostic, (self.code, self.message, self.span, self.severity, self.help,
+                             self.notes))
 
 
 def settle(found: tuple[Diagnostic, ...], strict: bool) -> tuple[Diagnostic, ...]:
     """``found`` as warnings; with ``strict`` the same diagnostics raised as errors."""
     if found and strict:
-        raise GrantlogError([dataclasses.replace(d, severity="error") for d in found])
+        raise GrantlogError([dataclasses.replace(
+            d.plain() if isinstance(d, Unknown) else d, severity="error") for d in found])
     return found
 
 

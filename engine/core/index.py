@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import compress, islice, repeat
 from operator import eq, itemgetter
@@ -63,13 +64,21 @@ def index_keys(ix: Any) -> Iterable[Any]:
     return ix.keys()  # type: ignore[no-any-return]
 
 
+#: rows :func:`build_index` looks at for a key met twice before it tries a unique index
+PROBE = 1024
+
+
 def build_index(rows: Collection[Row], key: Callable[[Row], Any]) -> Index:
     """The index of ``rows`` (distinct, in insertion order) on ``key``, as the database keeps
     it (engine/eval/database.py): a :class:`UniqueIndex` when every key has one row (built
-    at C speed), else 1-tuples and ordered dicts, keys in the order of their first row."""
-    unique = UniqueIndex(zip(map(key, rows), rows, strict=True))
-    if len(unique) == len(rows):
-        return unique
+    at C speed), else 1-tuples and ordered dicts, keys in the order of their first row.
+    A key twice among the first :data:`PROBE` rows skips the unique attempt (a type
+    column: a million rows' dict made for nothing)."""
+    probe = list(islice(map(key, rows), PROBE))
+    if len(set(probe)) == len(probe):
+        unique = UniqueIndex(zip(map(key, rows), rows, strict=True))
+        if len(unique) == len(rows):
+            return unique
     ix: Index = {}
     get = ix.get
     for row in rows:
@@ -469,3 +478,51 @@ class SortedIndex:
 
     def values(self) -> list[Any]:
         return [self.get(k) for k in self]
+
+
+def first_holding(rows: Iterable[Row], keys: list[Any], value: Any, limit: int) -> list[Row]:
+    """The first ``limit`` of ``rows`` whose key is ``value`` (``keys``: the rows' keys, in
+    their order): found by ``list.index`` (a scan at C speed, stopping at the ``limit``-th),
+    no index built — what the planner's statistics read of a rare constant in a big
+    relation that nothing has indexed on those columns yet."""
+    at: list[int] = []
+    i = -1
+    index = keys.index
+    try:
+        while len(at) < limit:
+            i = index(value, i + 1)
+            at.append(i)
+    except ValueError:  # no more
+        pass
+    if not at:
+        return []
+    if isinstance(rows, list):
+        return [rows[i] for i in at]
+    mask = bytearray(at[-1] + 1)
+    for i in at:
+        mask[i] = 1
+    return list(compress(rows, mask))
+
+
+class Fanout:
+    """An edge relation walked from column ``a`` to column ``b``, read without an index
+    (the planner's statistics counting a closure's nodes, engine/plan/stats.py
+    ``reached``): how many edges leave each node (a ``Counter`` at C speed) and the edges
+    to nodes that have edges themselves (the inner ones, walked further), found at C speed
+    and indexed by ``a`` — a few thousand of a million-table hierarchy's edges, instead
+    of an index of buckets of every edge. :meth:`kids` lists what the database's index on
+    ``a`` would give (the same rows in the same order) less the edges to leaves."""
+
+    __slots__ = ("_inner", "count", "has")
+
+    def __init__(self, rows: Collection[Row], a: int, b: int) -> None:
+        counts = Counter(map(itemgetter(a), rows))
+        inner = compress(rows, map(counts.__contains__, map(itemgetter(b), rows)))
+        self._inner = build_index(list(inner), itemgetter(a))
+        #: node -> edges leaving it; whether a node has any
+        self.count: Callable[[Any], int] = counts.__getitem__
+        self.has: Callable[[Any], bool] = counts.__contains__
+
+    def kids(self, node: Any) -> Iterable[Row]:
+        """The edges from ``node`` to inner nodes."""
+        return self._inner.get(node, ())

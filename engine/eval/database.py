@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from itertools import filterfalse
 from operator import itemgetter
 from typing import Any, cast
@@ -33,19 +34,103 @@ def _put(ix: Index, k: Any, row: Row) -> None:
         bucket[row] = None
 
 
+class Given(set):  # type: ignore[type-arg]
+    """Rows a write adds (a set, as a net change holds them) that also remember the order
+    they were given in (:attr:`order`; None once the set is changed): a bulk load adds them
+    to the relation in that order (:meth:`Database.add`), so its rows are read in the order
+    they were made, not in a set's hash order — a million rows' index built in a fifth of
+    the time (memory read in order), and a relation's first rows the first ones given."""
+
+    __slots__ = ("order",)
+
+    def __init__(self, rows: Collection[Row]) -> None:
+        super().__init__(rows)
+        self.order: Collection[Row] | None = rows if len(rows) == len(self) else None
+
+    def add(self, row: Row) -> None:
+        self.order = None
+        set.add(self, row)
+
+    def discard(self, row: object) -> None:
+        self.order = None
+        set.discard(self, row)
+
+    def remove(self, row: Row) -> None:
+        self.order = None
+        set.remove(self, row)
+
+    def pop(self) -> Row:
+        self.order = None
+        return set.pop(self)
+
+    def clear(self) -> None:
+        self.order = None
+        set.clear(self)
+
+    def update(self, *others: Iterable[Row]) -> None:
+        self.order = None
+        set.update(self, *others)
+
+    def difference_update(self, *others: Iterable[Any]) -> None:
+        self.order = None
+        set.difference_update(self, *others)
+
+    def intersection_update(self, *others: Iterable[Any]) -> None:
+        self.order = None
+        set.intersection_update(self, *others)
+
+    def symmetric_difference_update(self, other: Iterable[Row]) -> None:
+        self.order = None
+        set.symmetric_difference_update(self, other)
+
+    def __ior__(self, other: AbstractSet[Any]) -> Given:  # type: ignore[misc]
+        self.order = None
+        return set.__ior__(self, other)
+
+    def __iand__(self, other: AbstractSet[Any]) -> Given:  # type: ignore[misc]
+        self.order = None
+        return set.__iand__(self, other)
+
+    def __isub__(self, other: AbstractSet[Any]) -> Given:  # type: ignore[misc]
+        self.order = None
+        return set.__isub__(self, other)
+
+    def __ixor__(self, other: AbstractSet[Any]) -> Given:  # type: ignore[misc]
+        self.order = None
+        return set.__ixor__(self, other)
+
+
+def fresh(rows: Collection[Row]) -> set[Row]:
+    """``rows`` as a set of their own: a write's :class:`Given` itself (made for this
+    change, no copy of a million rows; the order it kept let go), else a copy."""
+    if type(rows) is Given:
+        rows.order = None
+        return rows
+    return set(rows)
+
+
+def in_order(rows: Collection[Row]) -> Collection[Row]:
+    """``rows`` in the order a write gave them (:class:`Given`), else as they are."""
+    if type(rows) is Given and rows.order is not None:
+        return rows.order
+    return rows
+
+
 def net_change(ops: Mapping[str, Mapping[Row, bool]],
                stored: Callable[[str], Collection[Row]],
                ) -> tuple[dict[str, set[Row]], dict[str, set[Row]]]:
     """The net effect of a transaction's operations (per relation, row -> True to insert,
     False to retract) on the ``stored`` rows of each relation: the rows it adds (absent
     now) and the rows it removes (present now). A relation's batch of inserts only (a bulk
-    load) is filtered at C speed."""
+    load) is filtered at C speed, its rows kept in the order given (:class:`Given`)."""
     ins: dict[str, set[Row]] = {}
     dels: dict[str, set[Row]] = {}
     for rel, rows in ops.items():
         have = stored(rel)
         if all(rows.values()):
-            got = set(filterfalse(have.__contains__, rows))
+            # nothing stored: the rows themselves (a dict: the set and the relation's dict
+            # made from it at C speed, presized, with the hashes it keeps)
+            got = Given(list(filterfalse(have.__contains__, rows)) if have else rows)
             if got:
                 ins[rel] = got
             continue
@@ -157,6 +242,7 @@ class Database:
         """Add rows not yet present (callers filter out known rows)."""
         if not rows:
             return
+        rows = in_order(rows)
         self.orders.pop(rel, None)  # indexes built from now on: of the rows as they are
         self._settle(rel)
         full = self.ensure(rel)

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core import ir
 from ..core.analyses import Closure, edge_closure, recursive_components, views
+from .cache import plan_cache
 from .codegen import Binder, RunFn, compile_keyed, compile_plan
 from .join import NegCheck, RulePlan, Scan, plan_bound
 from .stats import EXHAUSTIVE, Statistics
@@ -53,6 +54,9 @@ class DemandPlans:
         self._orders: dict[tuple[int, frozenset[str]],
                            tuple[tuple[ir.Lit, ...], tuple[int, ...]]] = {}
         self._flat: dict[int, tuple[ir.Rule, ir.Rule]] = {}
+        #: the orders and coarser lookups chosen by every planner of the program, taken
+        #: while this one's statistics look alike (engine/plan/cache.py)
+        self.kept = plan_cache(program)
 
     def use(self, stats: Statistics | None) -> None:
         """Plan from these statistics from now on (forgetting the plans made before)."""
@@ -76,22 +80,12 @@ class DemandPlans:
         best: Coarse | None = None
         st = self.stats
         if st is not None and len(cols) >= 2 and rel not in self.recursive:
-            arity = self.program.relations[rel].arity
-            _, fine_work = st.estimate(rel, cols, arity)
-            best_work = 2 * fine_work + 4
             # a column whose value selects the rules (the operation of a decision relation
             # with one rule per operation) stays in the key: without it every rule would run
             d = self.calls(rel, cols)
             keep = cols[d.pos] if d.pos >= 0 else None
-            for n in range(1, len(cols)):
-                for sub in itertools.combinations(cols, n):
-                    if keep is not None and keep not in sub:
-                        continue
-                    rows, work = st.estimate(rel, sub, arity)
-                    if rows <= COARSE_ROWS and work <= best_work:
-                        best_work = work
-                        best = Coarse(sub, tuple(cols.index(c) for c in sub),
-                                      tuple((c, i) for i, c in enumerate(cols) if c not in sub))
+            best = self.kept.plan(("coarse", rel, cols), st,
+                                  lambda: _coarsest(st, rel, cols, self.program, keep))
         self._coarse[k] = best
         return best
 
@@ -104,8 +98,10 @@ class DemandPlans:
         k = (id(rule.body), bound)  # bodies hash slowly; the kept body makes the id safe
         got = self._orders.get(k)
         if got is None or got[0] is not rule.body:
-            got = self._orders[k] = (rule.body, tuple(
-                self.stats.order(rule.body, set(bound), goal=rule.index < 0)))
+            st, goal = self.stats, rule.index < 0
+            got = self._orders[k] = (rule.body, self.kept.plan(
+                ("order", rule.body, bound, goal), st,
+                lambda: tuple(st.order(rule.body, set(bound), goal=goal))))
         return got[1]
 
     def calls(self, rel: str, cols: tuple[int, ...]) -> Dispatch:
@@ -280,6 +276,27 @@ class DemandPlans:
                     plan_bound(rule, set(bound), self.program.virtual, order))
             self.cache[k] = f
         return f
+
+
+def _coarsest(st: Statistics, rel: str, cols: tuple[int, ...], program: ir.Program,
+              keep: int | None) -> Coarse | None:
+    """The cheapest coarser lookup answering ``rel`` on ``cols`` in at most
+    :data:`COARSE_ROWS` rows and about the work of the lookup itself, keeping column
+    ``keep`` (:meth:`DemandPlans.coarse`)."""
+    best: Coarse | None = None
+    arity = program.relations[rel].arity
+    _, fine_work = st.estimate(rel, cols, arity)
+    best_work = 2 * fine_work + 4
+    for n in range(1, len(cols)):
+        for sub in itertools.combinations(cols, n):
+            if keep is not None and keep not in sub:
+                continue
+            rows, work = st.estimate(rel, sub, arity)
+            if rows <= COARSE_ROWS and work <= best_work:
+                best_work = work
+                best = Coarse(sub, tuple(cols.index(c) for c in sub),
+                              tuple((c, i) for i, c in enumerate(cols) if c not in sub))
+    return best
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,16 @@ throws them away (and re-plans) when the base facts grow or shrink by a factor o
 they read of a big relation is computed once per load, whatever the questions: a sample of
 :data:`SAMPLE` rows (grouped once per set of constant columns), and the database's own hash
 indexes (the ones the evaluator's walks read; built once, shared) for a closure's counts and
-a rare constant's rows (issue 26: no copy of a million-row hierarchy, no walk per question).
+a rare constant's rows (issue 26: no copy of a million-row hierarchy, no walk per question);
+where the database has not built such an index of a big relation, the rows are read at C
+speed without building it (a parent's children counted, a rare constant's column scanned:
+:meth:`Statistics._unindexed`), so a first answer after a load from lists builds only the
+indexes its evaluation reads.
 The exhaustive search shares the prefixes of the permutations (:meth:`Statistics._exhaustive`).
+
+What each estimate reads (a size, a distinct count, a bucket size, a walk) is recorded
+(:attr:`Statistics.reads`), so that the plans made from them are kept with the program and
+taken by another reasoner's statistics that read alike (engine/plan/cache.py).
 """
 
 from __future__ import annotations
@@ -42,8 +50,9 @@ from typing import Any
 from ..core import ir
 from ..core.analyses import edge_closure
 from ..core.hierarchy_roles import hierarchy_roles
-from ..core.index import build_index
+from ..core.index import Fanout, build_index, first_holding
 from ..core.terms import atom_vars, is_anon
+from .cache import Reads, Sample, shaped
 from .join import greedy
 
 #: (rows per lookup, work per lookup)
@@ -98,6 +107,9 @@ class Statistics:
         #: per closure edge and direction: how many nodes each inner node reaches
         self._reach: dict[str, dict[ir.Value, int]] = {}
         self._closures: dict[str, Any] = {}
+        #: per (relation, columns) of a big relation nothing has indexed: its keys in the
+        #: rows' order, or its edges' fanout (read instead of an index: :meth:`_unindexed`)
+        self.scanned: dict[tuple[str, tuple[int, ...]], Any] = {}
         #: per (relation, columns): its sample's rows (the relation's own, up to
         #: :data:`SAMPLE`) grouped by their values there (:meth:`_holding`)
         self._grouped: dict[tuple[str, tuple[int, ...]], dict[Any, list[ir.Row]]] = {}
@@ -115,10 +127,22 @@ class Statistics:
         #: the indexes built from kept ones (engine/plan/kept.py)
         self.measured = 0
         self.prewarmed: frozenset[tuple[str, tuple[int, ...]]] = frozenset()
+        #: what the estimates read, recorded for the plans kept with the program
+        #: (engine/plan/cache.py): the node of the estimate under way (a root while none
+        #: is), one node per estimate of a virtual relation (:attr:`_deps`); ``checked``,
+        #: the kept plans' reads and nodes checked against these statistics
+        self.reads = Reads()
+        self._deps: dict[tuple[Any, ...], Reads] = {}
+        self.checked: dict[Any, Any] = {}
 
-    def size(self, rel: str) -> int:
+    def _rows(self, rel: str) -> int:
         rows = self.full.get(rel)
         return len(rows) if rows else 0
+
+    def size(self, rel: str) -> int:
+        n = self._rows(rel)
+        self.reads.own[("size", rel)] = shaped(n, n)
+        return n
 
     def distinct(self, rel: str, col: int) -> int:
         """Distinct values in a column: exact up to :data:`SAMPLE` rows; beyond, estimated
@@ -142,6 +166,7 @@ class Statistics:
                 else:
                     d = round((n / SAMPLE) ** 0.5 * once) + len(counts) - once
             d = self._distinct[k] = max(1, d)
+        self.reads.own[("distinct", rel, col)] = shaped(self._rows(rel), d)
         return d
 
     def _sample(self, rel: str) -> list[ir.Row]:
@@ -182,6 +207,7 @@ class Statistics:
         k = (rel, cols, where)
         got = self._weighted.get(k)
         if got is not None:
+            self.reads.own[("weighted", *k)] = shaped(self._rows(rel), got)
             return got
         self.measured += 1
         rows: Any = self.full.get(rel) or ()
@@ -202,6 +228,7 @@ class Statistics:
             pairs = sum(c * (c - 1) for c in Counter(map(key, picked)).values())
             got = 1.0 + pairs * (total - 1) / (m * (m - 1))
         self._weighted[k] = got
+        self.reads.own[("weighted", *k)] = shaped(n, got)
         return got
 
     def _holding(self, rel: str, where: tuple[tuple[int, ir.Value], ...]) -> list[ir.Row]:
@@ -239,15 +266,20 @@ class Statistics:
         k = (rel, cols, consts, given)
         got = self._virtual.get(k)
         if got is not None:
+            deps = self._deps.get(k)
+            if deps is not None:  # what it read, the estimate under way reads too
+                self.reads.kids.add(deps)
             return got
         if k in self._active or len(self._active) >= MAX_DEPTH:
             return RECURSIVE  # recursion, or a chain of views too deep to follow
         self._active.add(k)
         known = dict(consts)
         values = dict(given)
+        outer, node = self.reads, Reads()
+        self.reads = self._deps[k] = node
         try:
             rows, work = self.stored(rel, cols, arity), 1.0
-            walked = self._closure(rel, cols, values)
+            walked = self._walk(rel, cols, values)
             if walked is not None:
                 rows, work = rows + walked[0], work + walked[1]
                 self._virtual[k] = (rows, work)
@@ -276,6 +308,8 @@ class Statistics:
                 rows = max(FILTER, min(rows, 1.0))
         finally:
             self._active.discard(k)
+            self.reads = outer
+            outer.kids.add(node)
         got = self._virtual[k] = (rows, work)
         return got
 
@@ -283,6 +317,17 @@ class Statistics:
         """Body positions of the positive atoms in the cheapest estimated order. ``goal``:
         the body of a query, whose own constants do not select rows (:meth:`_atom`)."""
         return self._best(body, bound, goal)[0]
+
+    def _walk(self, rel: str, cols: tuple[int, ...],
+              given: dict[int, tuple[ir.Value, ...]]) -> Estimate | None:
+        """:meth:`_closure`, recorded as read (with the atoms ``given``'s values were sampled
+        from: engine/plan/cache.py reads it again from theirs)."""
+        walked = self._closure(rel, cols, given)
+        if walked is not None:
+            self.reads.own[("closure", rel, cols, tuple(
+                (c, *v.of) for c, v in sorted(given.items()) if isinstance(v, Sample)))
+            ] = shaped(max(walked), walked)  # a walk of a few nodes is small
+        return walked
 
     def _closure(self, rel: str, cols: tuple[int, ...],
                  given: dict[int, tuple[ir.Value, ...]]) -> Estimate | None:
@@ -306,11 +351,11 @@ class Statistics:
             starts = given[0]
             if not starts:  # nothing binds it: no walk
                 return (0.0, 1.0)
-            rows = sum(self._reached(c.edge, v, not c.flipped) for v in starts) / len(starts)
+            rows = sum(self.reached(c.edge, v, not c.flipped) for v in starts) / len(starts)
             return (rows, rows + 1.0)
         starts = given.get(1) or tuple(row[c.edge_column(1)] for row in
                                        self._edge_sample(c.edge))
-        up = sum(self._reached(c.edge, v, c.flipped) for v in starts) / max(1, len(starts))
+        up = sum(self.reached(c.edge, v, c.flipped) for v in starts) / max(1, len(starts))
         if cols == (1,):
             return (up, up + 1.0)
         return (FILTER, up + 1.0)  # a membership test: a walk up from the second column
@@ -324,7 +369,7 @@ class Statistics:
             got = self._edge_samples[edge] = picked[:GIVEN]
         return got
 
-    def _reached(self, edge: str, start: ir.Value, down: bool) -> int:
+    def reached(self, edge: str, start: ir.Value, down: bool) -> int:
         """The nodes below ``start`` over ``edge`` (``down``: from the first column to the
         second; a node reached twice in a DAG counts twice: an estimate) or above it, each
         node's count computed once (a leaf's, 0, never stored: the walk expands the inner
@@ -340,17 +385,17 @@ class Statistics:
             self._starts.add((key, start))  # (an inner node of an earlier walk, maybe)
             return got
         a, b = (0, 1) if down else (1, 0)
-        ix = self._index_of(edge, (a,))
+        has, kids_of, count = self._edges(edge, a, b)
         self._starts.add((key, start))
         self.measured += 1
-        if start not in ix:
+        if not has(start):
             reach[start] = 0
             return 0
         step = itemgetter(b)
 
         def inner(node: ir.Value) -> list[ir.Value]:
             """The node's children that have children themselves (walked further)."""
-            return list(filter(ix.__contains__, map(step, ix.get(node))))
+            return list(filter(has, map(step, kids_of(node))))
 
         # post-order without recursion; a node met again on the stack (a cycle) counts 0
         on_stack = {start}
@@ -368,9 +413,43 @@ class Statistics:
                 stack.pop()
                 on_stack.discard(node)
                 self.walked += 1
-                reach[node] = len(ix.get(node)) + sum(map(reach.get, kids,
-                                                          itertools.repeat(0)))
+                reach[node] = count(node) + sum(map(reach.get, kids, itertools.repeat(0)))
         return reach[start]
+
+    def _edges(self, edge: str, a: int, b: int) -> tuple[Callable[[Any], bool],
+                                                        Callable[[Any], Any],
+                                                        Callable[[Any], int]]:
+        """How a walk reads ``edge`` from column ``a``: whether a node has edges, its edges
+        (at least those to nodes that have edges), how many. Through the index on ``a``
+        (:meth:`_index_of`), unless the relation is big, not indexed there yet and ``a``
+        holds few keys (a parent's many children, not a child's one parent): then counted
+        at C speed without the index of buckets (engine/core/index.py ``Fanout``)."""
+        fan = self._unindexed(edge, (a,), lambda rows: Fanout(rows, a, b), few=True)
+        if fan is not None:
+            return fan.has, fan.kids, fan.count
+        ix = self._index_of(edge, (a,))
+        return ix.__contains__, ix.get, lambda node: len(ix.get(node))
+
+    def _unindexed(self, rel: str, cols: tuple[int, ...], read: Callable[[Any], Any],
+                   few: bool = False) -> Any:
+        """``read(rows)``, once, of a relation of more than :data:`SAMPLE` rows that neither
+        these statistics nor the database has indexed on ``cols`` nor holds sorted (a store's
+        snapshot: its index there is a bisection, made at once) (``few``: and whose sample
+        holds each key there twice on average), else None: the first answer after a load
+        from lists then builds only the indexes its evaluation reads (issue 26, item 5)."""
+        k = (rel, cols)
+        got = self.scanned.get(k)
+        if got is None:
+            rows: Any = self.full.get(rel) or ()
+            db = getattr(self._index, "__self__", None)
+            if (len(rows) <= SAMPLE or k in self._indexes or k in getattr(db, "indexes", ())
+                    or rel in getattr(db, "orders", ())  # a store's sorted rows: read them
+                    or (few and 2 * len(set(map(itemgetter(*cols), sample := self._sample(rel))))
+                        > len(sample))):
+                return None
+            self.scans += 1
+            got = self.scanned[k] = read(rows)
+        return got
 
     def _index_of(self, rel: str, cols: tuple[int, ...]) -> Any:
         """The hash index of a stored relation on ``cols``: the database's (shared with the
@@ -395,13 +474,15 @@ class Statistics:
             consts = tuple((c, t.value) for c, t in enumerate(a.args)
                            if isinstance(t, ir.Const))
             rows = self._matching(a.rel, consts)
-            got = self._values[k] = tuple(row[col] for row in rows)
+            sample = Sample(row[col] for row in rows)
+            sample.of = (a, col)
+            got = self._values[k] = sample
         return got
 
     def _matching(self, rel: str, consts: tuple[tuple[int, ir.Value], ...]) -> list[ir.Row]:
         """The first :data:`GIVEN` rows holding ``consts`` (column, value): of the relation's
         sample (the relation itself up to :data:`SAMPLE` rows) when it holds at least
-        :data:`RARE` of them, else of the relation itself (:meth:`_first_rows`)."""
+        :data:`RARE` of them, else of the relation itself (:meth:`first_rows`)."""
         k = (rel, consts)
         got = self._rows_with.get(k)
         if got is None:
@@ -409,11 +490,11 @@ class Statistics:
             rows: Any = self.full.get(rel) or ()
             got = self._holding(rel, consts)[:GIVEN]  # exact up to SAMPLE rows
             if len(rows) > SAMPLE and len(got) < min(GIVEN, RARE):
-                got = self._first_rows(rel, consts)
+                got = self.first_rows(rel, consts)
             self._rows_with[k] = got
         return got
 
-    def _first_rows(self, rel: str, consts: tuple[tuple[int, ir.Value], ...]) -> list[ir.Row]:
+    def first_rows(self, rel: str, consts: tuple[tuple[int, ir.Value], ...]) -> list[ir.Row]:
         """The first :data:`GIVEN` rows of ``rel`` holding ``consts``, in the relation's order:
         a lookup in its index on those columns (:meth:`_index_of`)."""
         rows: Any = self.full.get(rel) or ()
@@ -421,6 +502,9 @@ class Statistics:
             return list(itertools.islice(rows, GIVEN))
         cols = tuple(c for c, _ in consts)
         value = consts[0][1] if len(consts) == 1 else tuple(v for _, v in consts)
+        keys = self._unindexed(rel, cols, lambda rs: list(map(itemgetter(*cols), rs)))
+        if keys is not None:  # no index for it yet: the column scanned
+            return first_holding(rows, keys, value, GIVEN)
         return list(itertools.islice(self._index_of(rel, cols).get(value, ()), GIVEN))
 
     def _atom(self, a: ir.Atom, bound: set[str], goal: bool = False,

@@ -146,30 +146,33 @@ def _rebuilt(give: Any, r: grantlog.Reasoner, goal: str, rev: int) -> None:
 def timed_pairs(r: grantlog.Reasoner, w: hw.World, asked: list[tuple[str, str, str]],
                 rng: random.Random) -> list[tuple[str, str, str]]:
     """``asked`` with every other pair after the focus pair replaced by one whose grant
-    some transaction wrote with a validity interval (a ``@valid`` row: history_world.py
-    ``expiring``): a user holding that role at the head, asked for that privilege."""
+    was written with a validity interval (a ``@valid`` row: history_world.py ``expiring``)
+    still kept at the head, one of whose bounds time has passed (so that its timeline has
+    an edge at a validity bound, unless another grant covers it then): a user holding that
+    role at the head, asked for that privilege."""
+    from datetime import UTC, datetime
+
     roles, groups = holders(r)
     con = sqlite3.connect(w.path)
-    out = list(asked)
-    try:
-        for n in range(1, len(out), 2):
-            for _ in range(200):
-                got = con.execute("SELECT row FROM grantlog_log WHERE relation = '@valid' AND "
-                                  "sign = 1 AND revision >= ? ORDER BY revision LIMIT 1",
-                                  (rng.randint(2, w.head),)).fetchone()
-                if got is None:
-                    continue
-                rel, fact, _, _ = json.loads(got[0])
-                role, priv, obj, _ = json.loads(fact)
-                if rel != "privilege" or priv not in ("select_table", "modify_table") \
-                        or obj.count(".") != 3:
-                    continue
-                users = sorted({u for p in roles.get(role, ()) for u in groups.get(p, {p})})
-                if users and (pair := (rng.choice(users), priv, obj)) not in out:
-                    out[n] = pair
-                    break
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    try:  # (ISO texts of one format: compared as strings)
+        timed_grants = sorted(
+            fact for fact, lo, hi in con.execute(
+                'SELECT fact, valid_from, valid_until FROM "rel_@valid" WHERE relation = '
+                "'privilege'") if (lo and lo <= now) or (hi and hi <= now))
     finally:
         con.close()
+    rng.shuffle(timed_grants)
+    out = list(asked)
+    for n in range(1, len(out), 2):
+        while timed_grants:
+            role, priv, obj, _ = json.loads(timed_grants.pop())
+            if priv not in ("select_table", "modify_table") or obj.count(".") != 3:
+                continue
+            users = sorted({u for p in roles.get(role, ()) for u in groups.get(p, {p})})
+            if users and (pair := (rng.choice(users), priv, obj)) not in out:
+                out[n] = pair
+                break
     return out
 
 

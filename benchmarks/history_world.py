@@ -387,13 +387,18 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--every", type=int, default=1000)
     ap.add_argument("--users", type=int, default=gw.N_USERS)
+    ap.add_argument("--expiring", type=float, default=0.0,
+                    help="the share of the history's grants written with a validity "
+                    "interval (expiring and scheduled: _expiring)")
     ap.add_argument("--fresh", action="store_true", help="rebuild even if it exists")
     a = ap.parse_args()
     for name in ("tables", "transactions", "users", "every"):
         if getattr(a, name) < 1:
             ap.error(f"--{name} must be at least 1, not {getattr(a, name)}")
+    if not 0 <= a.expiring <= 1:
+        ap.error(f"--expiring must be a share in [0, 1], not {a.expiring}")
     world = build(a.path, a.tables, a.transactions, seed=a.seed, every=a.every,
-                  reuse=not a.fresh, log=print, users=a.users)
+                  reuse=not a.fresh, log=print, users=a.users, expiring=a.expiring)
     print(f"head {world.head:,}; focus {world.focus_user} on {world.focus_table}")
 
 

@@ -98,7 +98,7 @@ class Clock:
         return self.now
 
 
-def _valid(bounds: Bounds, t: float) -> bool:
+def valid(bounds: Bounds, t: float) -> bool:
     return bounds is None or ((bounds[0] is None or bounds[0] <= t)
                               and (bounds[1] is None or t < bounds[1]))
 
@@ -122,7 +122,7 @@ class World:
             r = grantlog.Reasoner(self.policy[revision])
             with r.transaction() as tx:
                 for (rel, row), b in self.facts[revision].items():
-                    if _valid(b, t):
+                    if valid(b, t):
                         tx.insert(rel, [row])
             self._fresh[key] = r
         return self._fresh[key]
@@ -145,7 +145,7 @@ class World:
         return sorted(set(out), key=lambda m: (m[1], m[0]))
 
 
-def _write(url: str, history: list[Any], clock: Clock,
+def write(url: str, history: list[Any], clock: Clock,
            folded: bool = True) -> tuple[grantlog.Reasoner, World]:
     """The history written (``folded``: the temporal table kept from the start, so the
     timelines are evaluated over it; else only from a "checkpoint" step on)."""
@@ -187,7 +187,7 @@ def _write(url: str, history: list[Any], clock: Clock,
     return r, w
 
 
-def _expected(w: World, first: int, holds: Any, until: int | None = None,
+def expected(w: World, first: int, holds: Any, until: int | None = None,
               at: float | None = None) -> dict[Any, list[tuple[Any, Any]]]:
     """Per key, the intervals ``((revision, time) of the start, of the end or None)`` of
     ``holds(fresh, t)`` (the keys holding) over the moments from ``first`` (to revision
@@ -226,11 +226,11 @@ def _check(u: str, o: str, x: str) -> Any:
 
 def _timelines_agree(r: grantlog.Reasoner, w: World, first: int) -> None:
     for u, o, x in DECISIONS:  # (the others: in the resource and subject timelines)
-        want = _expected(w, first, _check(u, o, x)).get((), [])
+        want = expected(w, first, _check(u, o, x)).get((), [])
         assert _shape(r.timeline(u, o, x)) == want, (u, o, x)
     for o, x in itertools.product(OPS, RES):
         t = r.resource_timeline(o, x)
-        want = _expected(w, first, lambda f, now, o=o, x=x: {
+        want = expected(w, first, lambda f, now, o=o, x=x: {
             (s,) for s in f.who(o, x, now=now)})
         assert {k: _shape(v) for k, v in t.intervals.items()} == want, (o, x)
         if timelines.keyed is _no_replay:  # and the replay's edges: authors, facts passed
@@ -242,12 +242,12 @@ def _timelines_agree(r: grantlog.Reasoner, w: World, first: int) -> None:
     since, until = first + (head - first) // 3, first + 2 * (head - first) // 3
     for o, x in itertools.product(OPS, RES):
         t = r.resource_timeline(o, x, since=since, until=until)
-        want = _expected(w, since, lambda f, now, o=o, x=x: {
+        want = expected(w, since, lambda f, now, o=o, x=x: {
             (s,) for s in f.who(o, x, now=now)}, until, None if since == first else w.at[since])
         assert {k: _shape(v) for k, v in t.intervals.items()} == want, (o, x, since, until)
     for u in USERS:
         t = r.subject_timeline(u)
-        want = _expected(w, first, lambda f, now, u=u: {
+        want = expected(w, first, lambda f, now, u=u: {
             (b["O"], b["R"]) for b in f.query(f'allowed("{u}", O, R)', now=now)})
         assert {k: _shape(v) for k, v in t.intervals.items()} == want, u
 
@@ -292,7 +292,7 @@ def _run(url: str, history: list[Any], keep: int, monkeypatch: pytest.MonkeyPatc
         perf_counter=time.perf_counter))
     if folded:
         monkeypatch.setattr(timelines, "keyed", _no_replay)
-    r, w = _write(url, history, clock, folded)
+    r, w = write(url, history, clock, folded)
     if r.revision == 0:  # nothing written (no transaction changed anything): no history
         r.close()
         return
@@ -309,7 +309,7 @@ def _run(url: str, history: list[Any], keep: int, monkeypatch: pytest.MonkeyPatc
         _timelines_agree(again, w, horizon)
 
 
-def _url(kind: str, tmp_path: Any, request: pytest.FixtureRequest) -> str:
+def store_url_of(kind: str, tmp_path: Any, request: pytest.FixtureRequest) -> str:
     if kind == "sqlite":
         return f"sqlite:///{tmp_path / f'facts-{uuid.uuid4().hex[:8]}.db'}"
     return str(request.getfixturevalue("pg_server").schema_url())
@@ -322,7 +322,7 @@ def test_as_of_answers_and_timelines_follow_the_intervals(
         tmp_path: Any, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
         history: list[Any], keep: int) -> None:
     with monkeypatch.context() as m:
-        _run(_url("sqlite", tmp_path, request), history, keep, m)
+        _run(store_url_of("sqlite", tmp_path, request), history, keep, m)
 
 
 @settings(max_examples=examples(2, 20), deadline=None,  # a store round trip per read
@@ -332,7 +332,7 @@ def test_the_same_on_postgres(tmp_path: Any, request: pytest.FixtureRequest,
                               monkeypatch: pytest.MonkeyPatch, history: list[Any],
                               keep: int) -> None:
     with monkeypatch.context() as m:
-        _run(_url("postgres", tmp_path, request), history, keep, m)
+        _run(store_url_of("postgres", tmp_path, request), history, keep, m)
 
 
 @settings(max_examples=examples(4, 40), deadline=None,
@@ -344,4 +344,4 @@ def test_edges_on_a_commit_s_own_time(tmp_path: Any, request: pytest.FixtureRequ
     """An interval's bound at a commit's time: passed before that commit (at the revision
     before it), so ``at_revision`` of the one before, at that moment, sees it passed."""
     with monkeypatch.context() as m:
-        _run(_url("sqlite", tmp_path, request), history, keep, m)
+        _run(store_url_of("sqlite", tmp_path, request), history, keep, m)

@@ -15,16 +15,18 @@ facts at ``R`` under the policy in force then); tests/test_history_pointread.py 
 them at every revision of generated histories. A view of ``R`` is kept with history.py's
 reasoners (its LRU), so further checks at ``R`` reuse what it read.
 
-Used for ``check`` only, and only where the rebuilt reasoner is not kept already, the
-journal has a point reader for ``R``, and no fact has a validity interval (those are
-decided by the reasoner's clock: engine/answer/validity.py); anything else takes the
-rebuilt reasoner.
+Used for ``check`` only, and only where the rebuilt reasoner is not kept already and the
+journal has a point reader for ``R``; anything else takes the rebuilt reasoner. Where facts
+have validity intervals, the view is of the facts at the check's moment (``now``, default
+the clock: ``MomentView`` below, their ``@valid`` rows read by points
+too).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -32,6 +34,7 @@ from ..core import arguments, ir
 from ..core.facts import Facts
 from ..core.journal import VALID, PointReader
 from ..core.results import Decision
+from ..core.times import decode, holds, instant
 from ..eval.demand import DemandContext
 from ..plan.demand import COARSE_ROWS, Coarse, DemandPlans
 from ..plan.kept import statistics
@@ -109,6 +112,10 @@ class _Index(dict[Any, Any]):
         # several columns: the rows of the most selective one's value, read once for every
         # lookup sharing it (a grant's object, asked with each privilege and condition)
         c = self.view.selective(self.rel, self.cols)
+        if getattr(self.view.reader, "narrows", False):  # a timeline's reads, shared between
+            # its edges: the key's own rows, what this lookup answers (timed_proofs.py)
+            got = self[k] = tuple(self.view.read(self.rel, {c: bound[c], **bound}))
+            return got
         groups = self.groups.get(bound[c])
         if groups is None:  # that value's rows by this index's key, grouped once
             groups = self.groups[bound[c]] = {}
@@ -224,6 +231,11 @@ class PastView:
         self.memo: dict[Any, Any] = {}
         self.lock = threading.Lock()
 
+    def fits(self, now: object) -> bool:
+        """Whether a check at ``now`` may be answered by this view (one of the facts at a
+        moment answers that moment only: ``MomentView`` below)."""
+        return True
+
     def read(self, rel: str, bound: Mapping[int, ir.Value]) -> list[ir.Row]:
         """The rows of ``rel`` at the revision matching ``bound`` (the rule files' own too)."""
         if rel in self.scanned:
@@ -274,8 +286,16 @@ class PastView:
 
 def usable(program: ir.Program, reader: PointReader) -> bool:
     """Whether checks at the reader's revision can be read by points: no fact there has a
-    validity interval (those are decided at a moment by the reasoner's clock)."""
-    return not program.validity and not any(True for _ in reader.rows(VALID, {}))
+    validity interval (those are decided at a moment by the reasoner's clock): one row of
+    them read, where the reader can stop there (``first``)."""
+    if program.validity:
+        return False
+    first = getattr(reader, "first", None)
+    if first is not None:
+        some, every = first(VALID, {}, 1)
+        if some or every:  # (none: unless the log after the checkpoint removed the one read)
+            return not some
+    return not any(True for _ in reader.rows(VALID, {}))
 
 
 _NAMES = ("subject", "operation", "resource", "at_least", "strict")
@@ -286,8 +306,9 @@ def check(r: Any, revision: int, program: ir.Program, args: tuple[Any, ...],
                                                                      PastView | None]:
     """``r.check(*args, **kwargs)`` at ``revision`` under ``program`` by point reads, in
     ``view`` (None: a new one, when the journal can): (the decision, the view), or (None,
-    None) when this path does not answer (history.py asks the rebuilt reasoner). ``now``
-    is not read: a view is made only where no fact has a validity interval."""
+    None) when this path does not answer (history.py asks the rebuilt reasoner). Where
+    facts have validity intervals, the view is of the facts at ``now`` (default: the
+    clock), kept for that moment only."""
     given = dict(zip(_NAMES, args, strict=False))
     if len(args) > len(_NAMES) or set(kwargs) - {*_NAMES, "now"} \
             or any(k in given for k in kwargs):
@@ -295,16 +316,74 @@ def check(r: Any, revision: int, program: ir.Program, args: tuple[Any, ...],
     given.update(kwargs)
     if not {"subject", "operation", "resource"} <= set(given):
         return None, None
+    now = given.get("now")
+    if view is not None and not view.fits(None if now is None else instant(now, "now")):
+        view = None  # (kept for another moment)
     if view is None:
         make = getattr(r.journal, "point_reader", None)
         reader = None if make is None else make(revision)
-        if reader is None or not usable(program, reader):
+        if reader is None:
             return None, None
         planned(r, program)  # planned once, by the live reasoner's statistics
-        view = PastView(program, reader)
+        if usable(program, reader):
+            view = PastView(program, reader)
+        else:  # validity intervals: the facts at the moment (MomentView)
+            view = moment_view(program, reader, now)
+            if view is None:
+                return None, None
     rel = view.program.decision
     if rel not in view.program.relations or view.program.relations[rel].arity != 3:
         return None, None  # the rebuilt reasoner's error
     row = (given["subject"], given["operation"], given["resource"])
     arguments.question(arguments.DECIDED, row)
     return view.check(rel, row, bool(given.get("strict"))), view
+
+
+# -- as-of checks by point reads at a moment, where facts have validity intervals -----------
+
+
+class MomentView(PastView):
+    """The facts at one revision as they stood at the moment ``now``, read by points
+    (engine/answer/pointread.py): a relation's stored facts, its facts stored with a
+    validity interval holding at ``now`` (their ``@valid`` rows read by the fact's values:
+    grantlog/store/temporal.py ``PastFacts.timed``) and the rule files' (those with an
+    interval, when it holds). An as-of check where facts have intervals is then read by
+    points as one without (the rebuilt reasoner of the revision at that moment answers the
+    same: tests/test_history_validity_property.py)."""
+
+    def __init__(self, program: ir.Program, reader: Any, now: float) -> None:
+        super().__init__(program, reader)
+        self.now = now
+        #: the ``@valid`` rows at the revision of a relation's facts matching a binding
+        self.valid: Callable[[str, Mapping[int, ir.Value]], list[ir.Row]] = reader.timed
+
+    def fits(self, now: object) -> bool:
+        return now == self.now
+
+    def read(self, rel: str, bound: Mapping[int, ir.Value]) -> list[ir.Row]:
+        if rel in self.scanned:
+            return super().read(rel, bound)
+        stored = rel in self.source.relations
+        got = list(self.reader.rows(rel, bound)) if stored else []
+        seen = set(got)
+        ivs = self.source.validity.get(rel) or {}
+        found = [row for row in self.own.get(rel, ()) if row not in seen
+                 and (row not in ivs or holds(ivs[row], self.now))]
+        if stored:
+            for vrow in self.valid(rel, bound):
+                _, fact, iv = decode(vrow)
+                if holds(iv, self.now):
+                    found.append(fact)
+        for row in found:
+            if row not in seen and all(row[i] == v for i, v in bound.items()):
+                seen.add(row)
+                got.append(row)
+        return got
+
+
+def moment_view(program: ir.Program, reader: Any, now: object) -> MomentView | None:
+    """A :class:`MomentView` of the reader's revision at ``now`` (None: the wall clock);
+    None where the reader cannot read validity intervals by points."""
+    if getattr(reader, "timed", None) is None:
+        return None
+    return MomentView(program, reader, instant(time.time() if now is None else now, "now"))

@@ -7,10 +7,13 @@ Built from the other questions: a query of the decision relation with the review
 bound (the current entries), ``explain`` (the paths: a proof's ``fact`` leaves) and the
 timelines of engine/answer/timelines.py (the changes). A subject's or a resource's changes are
 the decision rows with that argument evaluated over revision intervals (engine/answer/timed.py
-``decided``: no replay), where the store has a temporal table and no fact has a validity
-interval; a role's, and anything else, replay the log (``keyed``). A path at a past revision
-(an entry lost since) is explained by point reads at that revision
-(engine/answer/timed_proofs.py), not by a reasoner rebuilt for it. A role is read from the model's
+``decided``: no replay; validity intervals too), where the store has a temporal table; a
+role's too where no fact has a validity interval (:func:`role_timeline`: its holders'
+rows over the period, then their decisions); anything else replays the log (``keyed``). A
+path at a past revision (an entry lost since) is explained by point reads at that revision
+(engine/answer/timed_proofs.py), not by a reasoner rebuilt for it, just before the loss
+(``timed.before``: at a validity edge, the revision in force a moment before it, the facts'
+intervals read then). A role is read from the model's
 structure: its holding relations are the binary relations with a column named ``role`` (the
 prelude's ``holds(principal, role)``), those that rules derive when there are any; a model
 with none has no roles (``no-roles``). A role's entries are the decisions of its holders
@@ -26,8 +29,8 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from ..core import arguments, ir
 from ..core.hierarchy_roles import hierarchy_roles
-from . import timed, timed_proofs
-from .history import Edge
+from . import timed
+from .history import Edge, Interval
 from .timelines import AccessTimeline, Key, _over, keyed, pattern
 
 Reasoner = Any
@@ -145,9 +148,11 @@ def _decisions(r: Reasoner, subject: ir.Value | None, resource: ir.Value | None)
             for b in r.query(pattern(r.program.decision, atom))}
 
 
-def _path(r: Reasoner, key: Key, at: int | None = None) -> tuple[list[str], set[ir.Value]]:
+def _path(r: Reasoner, key: Key, at: int | None = None,
+          then: float | None = None) -> tuple[list[str], set[ir.Value]]:
     """The base facts of ``key``'s proof at ``r`` (``at``: at that past revision, under the
-    policy in force then) and the values they name."""
+    policy in force then; ``then``: at that moment, validity intervals read then) and the
+    values they name."""
     if at is None:
         program = r.program
         ex = r.explain(ir.show_atom(program.decision, key))
@@ -155,7 +160,7 @@ def _path(r: Reasoner, key: Key, at: int | None = None) -> tuple[list[str], set[
         journal = r.journal
         assert journal is not None
         program = journal.policy_at(at) or r.program
-        ex = timed_proofs.explain_at(r, at, ir.show_atom(program.decision, key))
+        ex = timed.explain_at(r, at, ir.show_atom(program.decision, key), then)
     tree = hierarchy_roles(program).stored  # where the objects sit: not a grant
     facts: dict[str, None] = {}
     values: set[ir.Value] = set()
@@ -166,6 +171,55 @@ def _path(r: Reasoner, key: Key, at: int | None = None) -> tuple[list[str], set[
                 if n.rel not in tree:
                     facts[n.text] = None
     return sorted(facts), values
+
+
+def role_timeline(r: Reasoner, of: str, holders: list[ir.Value],
+                   since: object) -> AccessTimeline | None:
+    """A role's timeline over revision intervals (None where that path does not apply: the
+    replay's then): the role's holding rows over the period (``timed.decided`` of each
+    holding relation with the role bound), then the decisions of the principals the replay
+    follows (``keyed`` above: the holders now, at ``since`` and at each policy installed
+    since, each from the first of these revisions it held the role at) in one evaluation
+    over revision intervals, each principal's intervals from that revision on (one that
+    held across it opens there, as the replay's new policy opens it)."""
+    rels = holding_relations(r.program)
+    held = []
+    for rel, col in rels:
+        d = timed.decided(r, (col,), (of,), since, rel=rel)
+        if d is None or d.start >= 0:  # (with validity intervals: the replay's)
+            return None
+        held.append((d, col))
+    first, last = held[0][0].first, held[0][0].last
+    journal = r.journal
+    swaps = sorted(p for p in journal.policy_revisions() if first < p <= last)
+    if any(holding_relations(journal.policy_at(p) or r.program) != rels
+           for p in (first, *swaps)):
+        return None  # other holding relations under another policy: the replay's
+    when: dict[ir.Value, int] = dict.fromkeys(holders, first)
+    for d, col in held:
+        for row, spans in d.rows.items():
+            t = next((t for t in (first, *swaps) if any(lo <= t < hi for lo, hi in spans)),
+                     None)
+            if t is not None and t < when.get(row[1 - col], last + 1):
+                when[row[1 - col]] = t
+    of_: dict[str, ir.Value] = {"kind": "role", "of": of}
+    names = ("subject", "operation", "resource")
+    if not when:
+        return AccessTimeline(of_, names, first, last, {})
+    keys = sorted(when, key=ir.value_key)
+    d = timed.decided(r, (0,), (keys[0],), first, last, more=tuple((k,) for k in keys[1:]))
+    if d is None or d.start >= 0 or (d.first, d.last) != (first, last):
+        return None
+    opened = {c.revision: Edge(c.revision, c.committed_at, c.author, c.reason, c.ticket)
+              for t in set(when.values()) - {first} for c in journal.transactions(t - 1, t)}
+    out: dict[Key, list[Interval]] = {}
+    for row, spans in d.rows.items():
+        t = when[row[0]]
+        ivs = [i if lo >= t else Interval(opened.get(t, Edge(t)), i.end, False)
+               for (lo, hi), i in zip(spans, d.intervals(row), strict=True) if hi > t]
+        if ivs:
+            out[tuple(row)] = ivs
+    return AccessTimeline(of_, names, first, last, out)
 
 
 def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
@@ -216,10 +270,14 @@ def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
         # a subject's or a resource's decisions over revision intervals; else the replay
         over = None if kind == "role" else timed.decided(
             r, (0,) if kind == "subject" else (2,), (of,), since)
-        timeline = keyed(r, {"kind": kind, "of": of}, names, since, None, start, select) \
+        timeline = role_timeline(r, of, holders, since) if kind == "role" else None \
             if over is None else _over(over, {"kind": kind, "of": of}, names, tuple)
+        if timeline is None:
+            timeline = keyed(r, {"kind": kind, "of": of}, names, since, None, start, select)
         first = timeline.first
-        before = timeline.at(first)
+        # held at ``since`` (``at(first)`` would also count one lost, or gained, where time
+        # passed a validity bound at that revision)
+        before = {k for k, ivs in timeline.intervals.items() if ivs and ivs[0].held_before}
         for c in timeline.changes():
             if kind == "role":  # through the role: its proof names it then
                 at = c.edge.revision if c.gained else c.edge.revision - 1
@@ -242,8 +300,8 @@ def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
             path = paths[k]
         else:
             gone = [e for e in events.get(k, ()) if not e.gained]
-            was = gone[-1].edge.revision - 1 if gone else first
-            path = _path(r, k, was)[0] if was is not None and was >= 0 else []
+            was, then = timed.before(gone[-1].edge) if gone else (first, None)
+            path = _path(r, k, was, then)[0] if was is not None and was >= 0 else []
         entries.append(Entry(k[0], k[1], k[2], change, tuple(path),
                              tuple(events.get(k, ()))))
     return Review(kind, of, int(r.revision), first, tuple(entries), tuple(holders), timeline)

@@ -62,7 +62,7 @@ from ..core.terms import compare
 from ..core.times import INF, show
 from ..plan.codegen import key_binding
 from ..plan.join import Assign, Filter, NegCheck, RulePlan, Scan, plan_bound
-from . import pointread, validity
+from . import history, pointread, timed_proofs, validity
 from .history import Edge, Interval, _bound
 from .spans import MASK, SHIFT, Moments, Spans, meet, merge, micros, minus
 
@@ -407,12 +407,16 @@ class Decided:
 
 
 def decided(r: Reasoner, cols: tuple[int, ...], key: Key, since: object = None,
-            until: object = None) -> Decided | None:
+            until: object = None, *, rel: str | None = None,
+            more: tuple[Key, ...] = ()) -> Decided | None:
     """The rows of ``r``'s decision relation whose ``cols`` are ``key`` with the revisions
     between ``since`` and ``until`` (revisions, or times as ``as_of`` takes them; default:
     the oldest revision kept and the head) they held in (with validity intervals: the
     points of commits and moments, see the module docstring); None where this path does not
-    apply (see the module docstring: timelines.py replays the log)."""
+    apply (see the module docstring: timelines.py replays the log). ``rel``: another
+    relation's rows instead (None where a policy of the stretch lacks it); ``more``: the
+    rows of further keys on ``cols`` too, in the same evaluation (their reads shared: a
+    role's holders, engine/answer/review.py)."""
     journal = r.journal
     make = getattr(journal, "timed_reader", None)
     if make is None:
@@ -437,8 +441,8 @@ def decided(r: Reasoner, cols: tuple[int, ...], key: Key, since: object = None,
         program = journal.policy_at(lo) or r.program
         if program is not r.program and _digest(program) == _digest(r.program):
             program = r.program  # its plans are made already
-        d = program.relations.get(program.decision)
-        if d is None or d.arity != 3:
+        d = program.relations.get(rel or program.decision)
+        if d is None or (rel is None and d.arity != 3):
             return None  # no decision: the replay's error
         stretches.append((program, lo, hi - 1))
     parts: dict[ir.Row, list[tuple[int, int]]] = {}
@@ -450,8 +454,9 @@ def decided(r: Reasoner, cols: tuple[int, ...], key: Key, since: object = None,
     with reader.reading(), collector_paused():
         for program, lo, hi in stretches:
             ctx = TimedContext(r, program, reader, lo, hi, axis)
-            for row, s in ctx.lookup(program.decision, cols, key).items():
-                parts.setdefault(row, []).extend(s)
+            for k in (key, *more):
+                for row, s in ctx.lookup(rel or program.decision, cols, k).items():
+                    parts.setdefault(row, []).extend(s)
         rows = {row: merge(p) for row, p in parts.items()}
         rows = {row: s for row, s in rows.items() if s}
         if axis is None:
@@ -516,4 +521,38 @@ def _passed(reader: TimedReader, stretches: list[tuple[ir.Program, int, int]], r
     return tuple(out)
 
 
-__all__ = ["Axis", "Decided", "TimedContext", "decided"]
+# -- the state at an edge -----------------------------------------------------------------------
+
+#: how far before a validity edge the state "just before" it is read (bounds are kept in
+#: microseconds: no other bound lies in between)
+JUST_BEFORE = 1e-6
+
+
+def before(edge: Edge) -> tuple[int, float | None]:
+    """The (revision, moment) just before ``edge``: a transaction's, the revision before it
+    at its commit time (a bound at that time passed before the commit); a validity edge's,
+    the revision in force a microsecond before the moment (None: no time known)."""
+    t = edge.committed_at
+    if edge.passed:
+        return edge.revision, None if t is None else t - JUST_BEFORE
+    return edge.revision - 1, t
+
+
+def explain_at(r: Reasoner, revision: int, goal: str, t: float | None = None) -> Any:
+    """``goal`` explained at ``revision`` as it stood at the moment ``t`` (None: the clock;
+    the facts' validity intervals read then): by point reads where they apply (no fact has
+    a validity interval: engine/answer/timed_proofs.py), else by the reasoner of that
+    revision at ``t``, as a review's path or a timeline's proof at a validity edge needs."""
+    if t is None or history.kept(r, revision) is not None:
+        got = None
+    else:
+        got = timed_proofs.explain(r, revision, goal)
+    if got is not None:
+        return got
+    if t is None:
+        return timed_proofs.explain_at(r, revision, goal)
+    return validity.at(history.past(r, revision, None),
+                       validity.instant(t, "now")).explain(goal)
+
+
+__all__ = ["Axis", "Decided", "TimedContext", "before", "decided", "explain_at"]

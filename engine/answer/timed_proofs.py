@@ -36,11 +36,14 @@ the rebuilt reasoner answers (:func:`explain_at`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import threading
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..core import arguments, ir
 from ..core.facts import Facts, RowSpans
+from ..core.journal import VALID
 from ..eval.demand import DemandContext
 from ..eval.derivation import Derivations
 from ..plan.codegen import key_binding
@@ -306,21 +309,235 @@ class _Pages:
             yield from (row for row in index[k] if row not in seen)
 
 
-def view(r: Reasoner, revision: int) -> tuple[ir.Program, pointread.PastView] | None:
+# -- a timeline's explanations: reads shared between its edges ---------------------------------
+
+#: a read of one edge's view: a point read (relation, bound columns and values) or a page
+#: read (the same and its limit), with what it answered (the rows; a page's completeness)
+_Read = tuple[str, tuple[tuple[int, ir.Value], ...], int | None]
+#: the most recent explanations of a goal a new edge is compared with before it is explained
+CANDIDATES = 16
+#: the fewest edges whose explanations share their reads (timelines.py ``prove``): the
+#: versions of a wide read over a long stretch (a role's grants over the whole history)
+#: cost more than a few point reads of it (at 1M tables: a typical pair's 2-16 edges)
+SHARED_FROM = 32
+
+
+class Shared:
+    """The reads of a timeline's explanations (engine/answer/timelines.py ``prove``: the why
+    at each interval's start, the why-not at its end), shared between its edges.
+
+    * A point read of a relation at an edge's revision is answered from every version of the
+      facts it matches over the edges' revisions ``[first, last]`` (the journal's timed reader:
+      the temporal table's rows with the revisions each was present in), read once for all
+      the edges: the rows present at the revision. A page read (whether some fact matches:
+      :class:`_Pages`) is too once those versions are read, else by the edge's own point
+      reader.
+    * An explanation is a function of the program, the goal and what its reads answered (the
+      prover and the why-not search take the smallest binding among equals, never the order
+      rows come in). Each explanation keeps the reads its view made (:class:`_SharedAt`);
+      an edge whose every such read answers the same at its revision — the point reads from
+      the versions, the page reads read again — has that explanation, as it is, without a
+      view of its own. A relation that changed between the two revisions in a row the
+      explanation read answers differently there, and the edge is explained afresh.
+    """
+
+    def __init__(self, reader: Any, first: int, last: int) -> None:
+        self.reader, self.first, self.last = reader, first, last
+        self._versions: dict[tuple[str, tuple[tuple[int, ir.Value], ...]], _Versions] = {}
+        self._programs: dict[int, ir.Program] = {}
+        #: per (program, goal, why or why-not): the explanations made, each with its reads
+        self.done: dict[tuple[int, str, bool], list[tuple[dict[_Read, Any],
+                                                          Explanation]]] = {}
+        #: explanations made afresh, and taken from another edge (the benchmark prints them)
+        self.made = self.reused = 0
+
+    def program(self, r: Reasoner, revision: int) -> ir.Program:
+        """:func:`_program`, asked once per revision."""
+        got = self._programs.get(revision)
+        if got is None:
+            got = self._programs[revision] = _program(r, revision)
+        return got
+
+    def versions(self, rel: str, bound: Mapping[int, ir.Value]) -> _Versions:
+        """The facts of ``rel`` matching ``bound`` at some revision of ``[first, last]``,
+        each with its intervals there: read once, by the first column of ``bound`` (the
+        most selective), the others' values selected among those versions."""
+        k = (rel, tuple(bound.items()))
+        got = self._versions.get(k)
+        if got is None:
+            if len(bound) > 1:
+                c, v = k[1][0]
+                rows = {row: spans for row, spans in self.versions(rel, {c: v}).rows.items()
+                        if all(i < len(row) and row[i] == x for i, x in k[1])}
+            else:
+                rows = dict(self.reader.rows(rel, bound, self.first, self.last))
+            got = self._versions[k] = _Versions(rows)
+        return got
+
+    def has(self, rel: str, bound: Mapping[int, ir.Value]) -> bool:
+        return (rel, tuple(bound.items())) in self._versions
+
+    def at(self, point: Any) -> _SharedAt:
+        """``point`` (a point reader of one of the edges' revisions) reading through this."""
+        return _SharedAt(self, point)
+
+    def explain(self, r: Reasoner, revision: int, goal: str,
+                holds: bool) -> Explanation | None:
+        """``goal`` explained at ``revision`` (``holds``: expected to hold there, a why; else
+        a why-not): an earlier edge's explanation whose reads all answer the same at
+        ``revision``, else :func:`explain` through this (None where it does not apply)."""
+        program = self.program(r, revision)
+        k = (id(program), goal, holds)
+        made: list[tuple[dict[_Read, Any], Explanation]] = self.done.setdefault(k, [])
+        point: list[Any] = []  # the revision's own point reader, made for a page read
+        for reads, ex in reversed(made[-CANDIDATES:]):
+            if self._same(r, reads, revision, point):
+                self.reused += 1
+                return ex  # type: ignore[no-any-return]
+        got = view(r, revision, self)
+        if got is None:
+            return None
+        got_ex = explain(r, revision, goal, None, self)
+        v = got[1]
+        if got_ex is not None and isinstance(v.reader, _SharedAt) and v.reader.shared is self:
+            self.made += 1
+            with v.lock:  # (another thread's check may read through the kept view)
+                made.append((dict(v.reader.log), got_ex))
+        return got_ex
+
+    def _same(self, r: Reasoner, reads: dict[_Read, Any], revision: int,
+              point: list[Any]) -> bool:
+        """Whether every read in ``reads`` answers the same at ``revision``: the point reads
+        first (from the versions), the page reads (read again) only if they all do."""
+        pages = []
+        for k, (v, was) in reads.items():
+            if v is None:
+                pages.append((k, was))
+            elif v.at(revision) != was:  # a point read: its answer's number at the revision
+                return False
+        for (rel, bound, limit), was in pages:
+            b = dict(bound)
+            if not point:
+                make = getattr(r.journal, "point_reader", None)
+                point.append(None if make is None else make(revision))
+            if point[0] is None:
+                return False
+            page, complete = point[0].first(rel, b, limit)
+            if (frozenset(page), complete) != was:
+                return False
+        return True
+
+
+class _Versions:
+    """The versions of the facts one read matches, each with its intervals, answered per
+    revision: the revisions where some fact came or went cut them into stretches, each with
+    one answer, numbered once per distinct answer (two revisions whose numbers are equal
+    have the same rows). A stretch's rows are those of the last one computed with the facts
+    that came and went at the cuts between them (edges are asked mostly in order)."""
+
+    def __init__(self, rows: Mapping[ir.Row, Sequence[tuple[int, int]]]) -> None:
+        self.rows = rows
+        came: dict[int, list[ir.Row]] = {}
+        went: dict[int, list[ir.Row]] = {}
+        for row, spans in rows.items():
+            for lo, hi in spans:
+                came.setdefault(lo, []).append(row)
+                went.setdefault(hi, []).append(row)
+        #: where the answer may change: every interval's ends, sorted
+        self.cuts = sorted(came.keys() | went.keys())
+        self._came = [came.get(c, ()) for c in self.cuts]
+        self._went = [went.get(c, ()) for c in self.cuts]
+        self._stretch: dict[int, int] = {}  # stretch -> its answer's number
+        self._numbers: dict[frozenset[ir.Row], int] = {}
+        self.answers: list[frozenset[ir.Row]] = []
+        self._s = 0  # the stretch :attr:`_rows` is of (0: before the first cut, none)
+        self._rows: set[ir.Row] = set()
+        #: a kept view reading through this may answer another thread's check meanwhile
+        self._lock = threading.Lock()
+
+    def at(self, revision: int) -> int:
+        """The number of the answer at ``revision`` (:attr:`answers` holds its rows)."""
+        s = bisect_right(self.cuts, revision)
+        got = self._stretch.get(s)
+        if got is not None:
+            return got
+        with self._lock:
+            rows = self._rows
+            while self._s < s:  # forward over cut ``_s``: what ended there goes, what began
+                # there comes
+                rows.difference_update(self._went[self._s])
+                rows.update(self._came[self._s])
+                self._s += 1
+            while self._s > s:  # back over cut ``_s - 1``
+                self._s -= 1
+                rows.difference_update(self._came[self._s])
+                rows.update(self._went[self._s])
+            key = frozenset(rows)
+            got = self._numbers.get(key)
+            if got is None:
+                got = self._numbers[key] = len(self.answers)
+                self.answers.append(key)
+            self._stretch[s] = got
+        return got
+
+
+class _SharedAt:
+    """A point reader of one revision reading through a :class:`Shared`, keeping each read
+    and its answer (``log``). A lookup on several columns is read with all of them bound
+    (``narrows``: engine/answer/pointread.py ``_Index``), so that what is kept is what the
+    explanation was answered (a grant's object asked for one privilege: that privilege's
+    grants, not every grant on the object)."""
+
+    narrows = True
+
+    def __init__(self, shared: Shared, point: Any) -> None:
+        self.shared, self.point = shared, point
+        self.revision: int = point.revision
+        self.log: dict[_Read, Any] = {}
+
+    def rows(self, rel: str, bound: Mapping[int, ir.Value]) -> list[ir.Row]:
+        v = self.shared.versions(rel, bound)
+        n = v.at(self.revision)
+        self.log[(rel, tuple(bound.items()), None)] = (v, n)
+        return list(v.answers[n])
+
+    def first(self, rel: str, bound: Mapping[int, ir.Value],
+              limit: int | None = None) -> tuple[list[ir.Row], bool]:
+        if limit is None or rel == VALID or self.shared.has(rel, bound):
+            # (whether any fact has a validity interval: every such row over the edges read
+            # once, none in most stores; pointread.py ``usable``)
+            return self.rows(rel, bound), True
+        page, complete = self.point.first(rel, bound, limit)
+        self.log[(rel, tuple(bound.items()), limit)] = (None, (frozenset(page), complete))
+        return page, complete
+
+
+def shared(r: Reasoner, revisions: Iterable[int]) -> Shared | None:
+    """The reads of explanations at ``revisions`` shared (:class:`Shared`), or None where
+    the journal has no timed reader (no temporal table)."""
+    revs = sorted(set(revisions))
+    make = getattr(r.journal, "timed_reader", None)
+    reader = None if make is None or not revs else make()
+    return None if reader is None else Shared(reader, revs[0], revs[-1])
+
+
+def view(r: Reasoner, revision: int, shared: Shared | None = None,
+         ) -> tuple[ir.Program, pointread.PastView] | None:
     """The program in force at ``revision`` and the point-read view of it (kept with the
     views of as-of checks: engine/answer/history.py), or None where point reads do not
-    apply there (no point reader for it, facts with validity intervals)."""
+    apply there (no point reader for it, facts with validity intervals). ``shared``: a new
+    view reads through it (:class:`Shared`)."""
     journal = r.journal
     if journal is None:
         return None
-    program = journal.policy_at(revision) or r.program
-    if program.digest == r.program.digest:
-        program = r.program
+    program = _program(r, revision) if shared is None else shared.program(r, revision)
     key = ("points", revision, program.digest)
     got = history._kept.get(r, key)
-    if got is None:
+    if got is None or not got.fits(None):  # (not a check's view at a moment: validity.py)
         make = getattr(journal, "point_reader", None)
         reader = None if make is None else make(revision)
+        if reader is not None and shared is not None:
+            reader = shared.at(reader)
         if reader is None or not pointread.usable(program, reader):
             return None
         pointread.planned(r, program)  # planned once, by the live reasoner's statistics
@@ -330,12 +547,18 @@ def view(r: Reasoner, revision: int) -> tuple[ir.Program, pointread.PastView] | 
     return program, got
 
 
-def explain(r: Reasoner, revision: int, goal: str,
-            limits: Limits | None = None) -> Explanation | None:
+def _program(r: Reasoner, revision: int) -> ir.Program:
+    """The program in force at ``revision`` (the reasoner's own when it is the same)."""
+    program: ir.Program = r.journal.policy_at(revision) or r.program
+    return r.program if program.digest == r.program.digest else program
+
+
+def explain(r: Reasoner, revision: int, goal: str, limits: Limits | None = None,
+            shared: Shared | None = None) -> Explanation | None:
     """``r.explain(goal, limits, at_revision=revision)`` by point reads (see the module
     docstring); None where they do not apply (:func:`explain_at` asks the rebuilt
-    reasoner then)."""
-    got = view(r, revision)
+    reasoner then). ``shared``: the reads of a timeline's other edges (:class:`Shared`)."""
+    got = view(r, revision, shared)
     if got is None:
         return None
     program, v = got
@@ -364,4 +587,4 @@ def explain_at(r: Reasoner, revision: int, goal: str,
     return history.past(r, revision, None).explain(goal, limits)  # type: ignore[no-any-return]
 
 
-__all__ = ["explain", "explain_at", "view"]
+__all__ = ["Shared", "explain", "explain_at", "shared", "view"]

@@ -78,24 +78,35 @@ def _at(r: Reasoner, edge: Edge) -> Reasoner:
     return p
 
 
-def _explain(r: Reasoner, edge: Edge, goal: str) -> Explanation:
+def _explain(r: Reasoner, edge: Edge, goal: str, shared: timed_proofs.Shared | None = None,
+             holds: bool = True) -> Explanation:
     """``goal`` explained at ``edge``: by point reads at its revision
-    (engine/answer/timed_proofs.py: no reasoner of it built) where they apply and no reasoner
-    of it is kept, else by the reasoner of the edge (:func:`_at`)."""
-    got = None if kept(r, edge.revision) is not None else timed_proofs.explain(
-        r, edge.revision, goal)
+    (engine/answer/timed_proofs.py: no reasoner of it built; ``shared``: the reads of the
+    timeline's other edges, ``holds``: a why expected, else a why-not) where they apply and
+    no reasoner of it is kept, else by the reasoner of the edge (:func:`_at`)."""
+    if kept(r, edge.revision) is not None:
+        got = None
+    elif shared is not None:
+        got = shared.explain(r, edge.revision, goal, holds)
+    else:
+        got = timed_proofs.explain(r, edge.revision, goal)
     return _at(r, edge).explain(goal) if got is None else got
 
 
 def prove(r: Reasoner, subject: str, operation: str, resource: str,
           intervals: Iterable[Interval]) -> list[ProvenInterval]:
     """``intervals`` of ``decision(subject, operation, resource)`` (``timeline``'s), each
-    with its why at the start and its why-not at the end: explained only for these."""
+    with its why at the start and its why-not at the end: explained only for these, with
+    the reads shared between the edges when there are many (engine/answer/timed_proofs.py
+    ``Shared``, ``SHARED_FROM``)."""
     goal = ir.show_atom(r.program.decision, (subject, operation, resource))
+    intervals = list(intervals)
+    edges = [e.revision for i in intervals for e in (i.start, i.end) if e is not None]
+    shared = timed_proofs.shared(r, edges) if len(edges) >= timed_proofs.SHARED_FROM else None
     out = []
     for i in intervals:
-        why = _explain(r, i.start, goal)
-        why_not = None if i.end is None else _explain(r, i.end, goal)
+        why = _explain(r, i.start, goal, shared, True)
+        why_not = None if i.end is None else _explain(r, i.end, goal, shared, False)
         out.append(ProvenInterval(i, why, why_not))
     return out
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import bisect
 import functools
 import heapq
-import json
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -45,11 +44,12 @@ from ..core.times import (
     INF,
     Interval,
     canonical,
+    holds,
     interval,
-    parse,
-    show,
     validity_derived,
 )
+from ..core.times import decode as decode  # validity.decode/encode: the `@valid` rows' codec
+from ..core.times import encode as encode
 from ..core.times import instant as instant  # validity.instant: the times ``now=`` takes
 from .history import Kept, _engine_class, asof
 
@@ -59,22 +59,6 @@ _API = Span("<api>", 0, 0, 0, 0)
 _F = TypeVar("_F", bound=Callable[..., Any])
 _start = threading.local()
 _kept = Kept(CACHE)
-
-
-def holds(iv: Interval, t: float) -> bool:
-    return iv[0] <= t < iv[1]
-
-
-def encode(rel: str, row: ir.Row, iv: Interval) -> ir.Row:
-    """The :data:`VALID` row of ``rel(row)`` valid in ``iv``."""
-    return (rel, json.dumps(list(row), ensure_ascii=False, separators=(",", ":")),
-            show(iv[0]), show(iv[1]))
-
-
-def decode(vrow: ir.Row) -> tuple[str, ir.Row, Interval]:
-    rel, fact, lo, hi = vrow
-    return (str(rel), tuple(json.loads(str(fact))),
-            (parse(str(lo)) if lo else -INF, parse(str(hi)) if hi else INF))
 
 
 def refuse_derived(program: ir.Program, rel: str, span: Span = _API) -> None:

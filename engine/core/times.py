@@ -3,12 +3,13 @@ as the rule files write them: seconds since the epoch, and validity intervals.""
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, date, datetime
 
 from grantlog.grammar.diagnostics import Diagnostic, GrantlogError, Span, error
 
-from . import arguments
+from . import arguments, ir
 
 #: (valid_from, valid_until) in seconds since the epoch; unbounded: -inf, inf
 Interval = tuple[float, float]
@@ -91,3 +92,23 @@ def parse(text: str) -> float:
 
 __all__ = ["INF", "Interval", "canonical", "instant", "interval", "moment", "parse", "show",
            "validity_derived"]
+
+
+# -- a fact with a validity interval as a row of the `@valid` relation --------------------------
+
+
+def holds(iv: Interval, t: float) -> bool:
+    """Whether ``t`` is inside ``iv`` (its start included, its end not)."""
+    return iv[0] <= t < iv[1]
+
+
+def encode(rel: str, row: ir.Row, iv: Interval) -> ir.Row:
+    """The :data:`VALID` row of ``rel(row)`` valid in ``iv``."""
+    return (rel, json.dumps(list(row), ensure_ascii=False, separators=(",", ":")),
+            show(iv[0]), show(iv[1]))
+
+
+def decode(vrow: ir.Row) -> tuple[str, ir.Row, Interval]:
+    rel, fact, lo, hi = vrow
+    return (str(rel), tuple(json.loads(str(fact))),
+            (parse(str(lo)) if lo else -INF, parse(str(hi)) if hi else INF))

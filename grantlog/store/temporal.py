@@ -225,6 +225,44 @@ class PastFacts:
         return list(out), limit is None or len(found) < limit
 
 
+    def timed(self, rel: str, bound: Mapping[int, ir.Value]) -> list[ir.Row]:
+        """The validity intervals' rows (the reserved relation ``@valid``: relation, fact,
+        bounds) at the revision of the facts of ``rel`` whose column ``i`` is ``bound[i]``:
+        looked up by the fact's first indexed column of ``bound`` (the partial indexes of
+        these rows: checkpoints.point_indexes), the others filtered (engine/answer/
+        pointread.py ``MomentView``: an as-of check where facts have validity intervals)."""
+        keep = _valid_of(rel, bound)
+
+        if not self._has(VALID):
+            later = self._later_now().get(VALID, set()) if self.revision > self.checkpoint \
+                else set()
+            return [v for v in later if keep(v)]
+        self.lookups += 1
+        sql = (f"SELECT row FROM {checkpoints.TABLE} WHERE relation = {checkpoints.VALID_SQL} "
+               f"AND added_at <= ? AND (removed_at IS NULL OR removed_at > ?) AND "
+               f"{checkpoints.value_sql(self.st, 0)} = ?")
+        args: list[Any] = [self.upto, self.upto, rel]
+        key = next((i for i in bound if i < checkpoints.INDEXED), None)
+        if key is not None:
+            sql += f" AND {checkpoints.fact_sql(self.st, key)} = ?"
+            args.append(str(bound[key]) if self._pg else bound[key])
+        with self.st._cursor() as cur:
+            self.st._begin_read(cur)
+            try:
+                cur.execute(self.st._sql(sql), args)
+                found = cur.fetchall()
+                added, removed = self._later(cur)
+            finally:
+                self.st._rollback(cur)
+        self.rows_read += len(found)
+        out = {v for (text,) in found if keep(v := tuple(json.loads(text)))}
+        gone = removed.get(VALID)
+        if gone:
+            out -= gone
+        out.update(v for v in added.get(VALID, ()) if keep(v))
+        return list(out)
+
+
 #: per store, (its checkpoint, whether each relation has intervals) (PastFacts._has)
 _PRESENT: weakref.WeakKeyDictionary[Any, tuple[int, dict[str, bool]]] = \
     weakref.WeakKeyDictionary()
@@ -364,15 +402,7 @@ class TimedFacts:
         if key is not None:
             sql += f" AND {checkpoints.fact_sql(self.st, key)} = ?"
             args.append(str(bound[key]) if self._pg else bound[key])
-        facts: dict[str, ir.Row] = {}
-
-        def keep(vrow: ir.Row) -> bool:
-            text = str(vrow[1])
-            fact = facts.get(text)
-            if fact is None:
-                fact = facts[text] = tuple(json.loads(text))
-            return vrow[0] == rel and all(i < len(fact) and fact[i] == v
-                                          for i, v in bound.items())
+        keep = _valid_of(rel, bound)
 
         later = self._log(first, last).get(VALID, {})
         return self._versions(sql, args, first, last, keep,
@@ -476,3 +506,18 @@ def timed_reader(st: Store) -> TimedFacts | None:
         cur.execute("SELECT MIN(revision) FROM grantlog_revisions")
         low = cur.fetchone()[0]
     return TimedFacts(st, head, horizon, at[0], head if low is None else int(low) - 1)
+
+
+def _valid_of(rel: str, bound: Mapping[int, ir.Value]) -> Callable[[ir.Row], bool]:
+    """Whether a ``@valid`` row is of a fact of ``rel`` whose column ``i`` is ``bound[i]``
+    (each fact's JSON parsed once)."""
+    facts: dict[str, ir.Row] = {}
+
+    def keep(vrow: ir.Row) -> bool:
+        text = str(vrow[1])
+        fact = facts.get(text)
+        if fact is None:
+            fact = facts[text] = tuple(json.loads(text))
+        return vrow[0] == rel and all(i < len(fact) and fact[i] == v for i, v in bound.items())
+
+    return keep

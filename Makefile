@@ -51,8 +51,11 @@ browser:
 explorer-assets:
 	bash tools/explorer_assets.sh
 
+## the unit tests over PYTEST_WORKERS processes (pytest-xdist; 0: in this process, one at a
+## time): the Spark tests and the browser tests each stay on one worker (tests/conftest.py)
+PYTEST_WORKERS ?= 2
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q --durations=25 -n $(PYTEST_WORKERS) --dist loadgroup
 
 ## The long local profile: the whole suite plus the tests marked `slow` and more examples of
 ## the slowest property tests (tests/conftest.py's LONG); about 5 minutes more than `make test`.

@@ -46,9 +46,24 @@ def examples(short: int, long: int) -> int:
     return long if LONG else short
 
 
+#: fixtures whose tests run on one worker when the run is split over processes (pytest-xdist,
+#: ``make test``'s ``-n``): one Spark session, one Chromium and one explorer per run, not
+#: one per worker; the PostgreSQL server is shared by passing its address (below)
+GROUPS = {"spark": "spark", "browser": "browser", "explorer_url": "browser"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Outside the long profile, leave out the tests marked ``slow`` (deselected, so the
-    summary counts them; ``make test-long`` runs them)."""
+    """Put the tests of a shared expensive resource in one group (:data:`GROUPS`). Outside
+    the long profile, leave out the tests marked ``slow`` (deselected, so the summary counts
+    them; ``make test-long`` runs them)."""
+    for item in items:
+        names = {GROUPS[f] for f in item.fixturenames if f in GROUPS}
+        spec = getattr(item, "callspec", None)  # a backend parameter: the fixture asked later
+        if spec is not None and "spark" in spec.params.values():
+            names.add("spark")
+        for name in sorted(names):
+            item.add_marker(pytest.mark.xdist_group(name))
     if LONG or config.getoption("-m"):
         return
     slow = [i for i in items if i.get_closest_marker("slow")]
@@ -142,7 +157,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[Any]:
+def pg_server(request: pytest.FixtureRequest) -> Iterator[Any]:
     """One throwaway PostgreSQL server for the whole run (tests/pgserver.py), started from the
     machine's binaries; each store test gets a schema of its own. Skips, saying why, where no
     PostgreSQL server binaries exist."""
@@ -150,12 +165,45 @@ def pg_server() -> Iterator[Any]:
                         "'grantlog[postgres]')")
     from pgserver import PgServer, find_bin
 
+    shared = getattr(request.config, "workerinput", {}).get(PG_SHARED)
+    if shared:  # a worker of a split run: the controller's server (pytest_configure_node)
+        yield PgServer.attach(shared)
+        return
     if find_bin() is None:
         pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl): set PG_BIN or install "
                     "the postgresql package")
     server = PgServer().start()
     yield server
     server.stop()
+
+
+#: what a split run's controller started for its workers
+_CONTROLLER: dict[str, Any] = {}
+#: the key under which a split run's controller passes its PostgreSQL server's URL to workers
+PG_SHARED = "grantlog_pg_url"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller, before it starts a worker: one PostgreSQL server for the
+    whole run, started here once (when the machine has the binaries and psycopg) and stopped
+    by :func:`pytest_unconfigure`; each worker's ``pg_server`` attaches to it."""
+    if "pg" not in _CONTROLLER:
+        _CONTROLLER["pg"] = None
+        try:
+            import psycopg  # noqa: F401
+            from pgserver import PgServer, find_bin
+        except ImportError:
+            return
+        if find_bin() is not None:
+            _CONTROLLER["pg"] = PgServer().start()
+    if _CONTROLLER["pg"] is not None:
+        node.workerinput[PG_SHARED] = _CONTROLLER["pg"].url
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _CONTROLLER.get("pg") is not None:
+        _CONTROLLER.pop("pg").stop()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

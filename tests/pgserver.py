@@ -82,6 +82,14 @@ class PgServer:
                       "stop")
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    @classmethod
+    def attach(cls, url: str) -> PgServer:
+        """The server another process started and stops (a split test run's controller):
+        ``url`` and ``schema_url`` only."""
+        server = cls.__new__(cls)
+        server.url = url
+        return server
+
     def schema_url(self, name: str | None = None) -> str:
         """A URL whose tables go to a new schema of their own (a fresh, empty store)."""
         import psycopg

@@ -569,9 +569,9 @@ def test_list_pages_with_a_cursor(model: str) -> None:
     r = grantlog.Reasoner(_program(model))
     subjects, ops, _ = _questions(r)
     paged = 0
-    for s, o in itertools.product(subjects, ops):
+    for i, (s, o) in enumerate(itertools.product(subjects, ops)):
         whole = r.list(s, o)
-        for size in (1, 2, 5):
+        for size in ((1, 2, 5)[i % 3],):  # each size on a third of the questions
             pages: list[Any] = []
             page = r.list(s, o, limit=size)
             while page:

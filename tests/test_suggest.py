@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import strategies as gen
-from conftest import ROOT, check_golden
+from conftest import ROOT, check_golden, examples
 from grantlog.engine.answer.suggest import Bounds, Edit, Suggestions, suggest
 from grantlog.engine.core import ir
 from hypothesis import HealthCheck, assume, given, settings
@@ -134,7 +134,8 @@ def _world(model: str, seed: int) -> tuple[grantlog.Program, dict[str, list[tupl
     return grantlog.compile(paths=[str(worlds.RULES[model])]), w.facts
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(6, 24), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_suggestions_flip_the_models_generated_worlds(data: st.DataObject) -> None:
     """The same property on generated worlds of the shipped Gravitino model and of the

@@ -1,4 +1,6 @@
-"""The test suite's time (`make test`'s pytest run, CI=true HYPOTHESIS_PROFILE=ci).
+"""The test suite's time (`make test`'s pytest run, CI=true HYPOTHESIS_PROFILE=ci), in one
+process: `make test` splits it over two (pytest-xdist), whose wall time is `make test`'s own
+report; the CPU seconds per file and per test below are the same either way.
 
     python benchmarks/suite_time.py                 # the whole suite once: total, 30 slowest
     python benchmarks/suite_time.py --spark-ab -k "spark and (cmp_int or tc_left_linear)" \\

@@ -48,22 +48,26 @@ def examples(short: int, long: int) -> int:
 
 #: fixtures whose tests run on one worker when the run is split over processes (pytest-xdist,
 #: ``make test``'s ``-n``): one Spark session, one Chromium and one explorer per run, not
-#: one per worker; the PostgreSQL server is shared by passing its address (below)
+#: one per worker (with the Spark ones: a ``spark`` backend parameter, and every test of a
+#: tests/test_spark_*.py file); the PostgreSQL server is shared by passing its address (below)
 GROUPS = {"spark": "spark", "browser": "browser", "explorer_url": "browser"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Put the tests of a shared expensive resource in one group (:data:`GROUPS`), as each
+    is collected: before pytest-xdist reads the groups (in its collection_modifyitems)."""
+    names = {GROUPS[f] for f in item.fixturenames if f in GROUPS}
+    spec = getattr(item, "callspec", None)  # a backend parameter: the fixture asked later
+    if (spec is not None and "spark" in spec.params.values()) \
+            or item.path.name.startswith("test_spark_"):  # the CLI's own getOrCreate
+        names.add("spark")
+    for name in sorted(names):
+        item.add_marker(pytest.mark.xdist_group(name))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put the tests of a shared expensive resource in one group (:data:`GROUPS`). Outside
-    the long profile, leave out the tests marked ``slow`` (deselected, so the summary counts
-    them; ``make test-long`` runs them)."""
-    for item in items:
-        names = {GROUPS[f] for f in item.fixturenames if f in GROUPS}
-        spec = getattr(item, "callspec", None)  # a backend parameter: the fixture asked later
-        if spec is not None and "spark" in spec.params.values():
-            names.add("spark")
-        for name in sorted(names):
-            item.add_marker(pytest.mark.xdist_group(name))
+    """Outside the long profile, leave out the tests marked ``slow`` (deselected, so the
+    summary counts them; ``make test-long`` runs them)."""
     if LONG or config.getoption("-m"):
         return
     slow = [i for i in items if i.get_closest_marker("slow")]

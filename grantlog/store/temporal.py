@@ -127,6 +127,21 @@ class PastFacts:
         self.lookups = 0
         self.rows_read = 0
 
+    def _read(self, sql: str, args: list[Any]) -> tuple[list[Any], dict[str, set[ir.Row]],
+                                                        dict[str, set[ir.Row]]]:
+        """The checkpoint's rows ``sql`` selects and the log's changes after it (:meth:`_later`),
+        in one read transaction."""
+        with self.st._cursor() as cur:
+            self.st._begin_read(cur)
+            try:
+                cur.execute(self.st._sql(sql), args)
+                found = cur.fetchall()
+                added, removed = self._later(cur)
+            finally:
+                self.st._rollback(cur)
+        self.rows_read += len(found)
+        return found, added, removed
+
     def _later(self, cur: Any) -> tuple[dict[str, set[ir.Row]], dict[str, set[ir.Row]]]:
         """The net change of the log rows in ``(checkpoint, revision]``: added, removed."""
         if self._overlay is None:
@@ -202,15 +217,7 @@ class PastFacts:
             args.append(str(v) if self._pg else v)
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        with self.st._cursor() as cur:
-            self.st._begin_read(cur)
-            try:
-                cur.execute(self.st._sql(sql), args)
-                found = cur.fetchall()
-                added, removed = self._later(cur)
-            finally:
-                self.st._rollback(cur)
-        self.rows_read += len(found)
+        found, added, removed = self._read(sql, args)
         out: set[ir.Row] = set()
         for (text,) in found:
             row = tuple(json.loads(text))
@@ -246,15 +253,7 @@ class PastFacts:
         if key is not None:
             sql += f" AND {checkpoints.fact_sql(self.st, key)} = ?"
             args.append(str(bound[key]) if self._pg else bound[key])
-        with self.st._cursor() as cur:
-            self.st._begin_read(cur)
-            try:
-                cur.execute(self.st._sql(sql), args)
-                found = cur.fetchall()
-                added, removed = self._later(cur)
-            finally:
-                self.st._rollback(cur)
-        self.rows_read += len(found)
+        found, added, removed = self._read(sql, args)
         out = {v for (text,) in found if keep(v := tuple(json.loads(text)))}
         gone = removed.get(VALID)
         if gone:

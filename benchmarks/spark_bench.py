@@ -133,9 +133,24 @@ def _hwm_kib(pid: int) -> int:
     return 0
 
 
+def session(args: argparse.Namespace, data: Path, name: str) -> Any:
+    """The benchmarks' Spark session: ``--master``, driver memory capped by
+    ``--driver-memory``, ``--partitions`` shuffle partitions, UI off, scratch under ``data``."""
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(args.master).appName(name)
+             .config("spark.driver.memory", args.driver_memory)
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(args.partitions))
+             .config("spark.local.dir", str(data / "spark-local"))
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, Any]:
     from grantlog.rules import model_path
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
     import grantlog
@@ -145,14 +160,7 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
     assert path is not None
     program = grantlog.compile(paths=[path])
     t0 = time.perf_counter()
-    spark = (SparkSession.builder.master(args.master).appName("grantlog-spark-bench")
-             .config("spark.driver.memory", args.driver_memory)
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(args.partitions))
-             .config("spark.local.dir", str(data / "spark-local"))
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session(args, data, "grantlog-spark-bench")
     spark.sparkContext.setCheckpointDir(str(data / "checkpoints"))
     session_s = time.perf_counter() - t0
     lines: list[str] = []

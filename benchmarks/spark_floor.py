@@ -110,18 +110,8 @@ class Meter:
 
 def session(args: argparse.Namespace, data: Path) -> Any:
     """spark_bench.py's session settings (driver memory capped by ``--driver-memory``)"""
-    from pyspark.sql import SparkSession
-
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master(args.master).appName("grantlog-spark-floor")
-             .config("spark.driver.memory", args.driver_memory)
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(args.partitions))
-             .config("spark.local.dir", str(data / "spark-local"))
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return sbench.session(args, data, "grantlog-spark-floor")
 
 
 def read_csv(spark: Any, data: Path, rel: str, cols: Sequence[str]) -> Any:

@@ -20,7 +20,7 @@ from httpserver import free_port, serve, stop
 
 import grantlog
 from grantlog.cli import main
-from grantlog.store import base, open_store
+from grantlog.store import open_store, writer
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = str(ROOT / "rules" / "gravitino.gl")
@@ -261,7 +261,7 @@ def test_a_store_from_before_checksums_keeps_working(store_url: str, raw: Any,
 def test_big_bulk_loads_record_no_checksum(store_url: str, raw: Any,
                                            monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(base, "CHECKSUM_LOAD_MAX", 10)
+    monkeypatch.setattr(writer, "CHECKSUM_LOAD_MAX", 10)
     _loaded(store_url, capsys)
     code, rep = _verify(capsys, store_url)
     assert code == 0 and rep["checksummed"] == 4  # all but the load

@@ -22,10 +22,11 @@ import time
 from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import GrantlogError
 
-from .base import Store, Writer
+from .base import Store
 from .digest import Report
 from .records import Revision, StoredPolicy, not_found, store_error
 from .verify import verify_store
+from .writer import Writer
 
 
 def open_store(url: str, program: ir.Program | None = None, create: bool = False,

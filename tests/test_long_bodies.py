@@ -14,14 +14,8 @@ from conftest import within
 from grantlog.engine.core import ir
 from grantlog.engine.core.suggest import INDEXED_FROM, Names, closest, did_you_mean
 from grantlog.engine.plan.codegen import solve
-from grantlog.engine.plan.join import (
-    Waiting,
-    greedy,
-    order_body,
-    place_ready,
-    plan_rule,
-    plan_variant,
-)
+from grantlog.engine.plan.greedy import greedy, place_ready
+from grantlog.engine.plan.join import Waiting, order_body, plan_rule, plan_variant
 
 import grantlog
 

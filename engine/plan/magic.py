@@ -44,7 +44,8 @@ from ..core import analyses, ir
 from ..core.analyses import components, stratify
 from ..core.facts import Facts
 from ..core.terms import lit_atom, term_vars
-from .join import comparison, greedy, place_ready
+from .greedy import greedy, place_ready
+from .join import comparison
 from .unfold import instantiate
 
 Adornment = tuple["ir.Const | str", ...]  # per column: "f", "b" or the constant

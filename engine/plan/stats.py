@@ -53,7 +53,7 @@ from ..core.hierarchy_roles import hierarchy_roles
 from ..core.index import Fanout, build_index, first_holding
 from ..core.terms import atom_vars, is_anon
 from .cache import Reads, Sample, shaped
-from .join import greedy
+from .greedy import greedy
 
 #: (rows per lookup, work per lookup)
 Estimate = tuple[float, float]

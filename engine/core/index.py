@@ -6,7 +6,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import compress, islice, repeat
-from operator import eq, itemgetter
+from operator import eq, gt, itemgetter
 from typing import Any
 
 from .ir import Row
@@ -94,6 +94,40 @@ def build_index(rows: Collection[Row], key: Callable[[Row], Any]) -> Index:
     return ix
 
 
+#: rows a bulk load gives a relation from which its columns of repeated keys are kept sorted
+#: (:func:`nearly_sorted`; engine/eval/database.py), as a store's snapshot keeps them
+SORT_MIN = 1 << 15
+#: neighbouring pairs of rows :func:`nearly_sorted` compares, spread over the rows, and
+#: the share of them that may descend (at most one in this many)
+SORT_PAIRS = 2048
+DESCENTS = 16
+
+
+def nearly_sorted(rows: Collection[Row], col: int) -> list[Row] | None:
+    """``rows`` (distinct; a list or a dict's keys) sorted stably on column ``col`` when
+    they come nearly sorted on it, else None: a column of repeated keys (one twice among
+    the first :data:`PROBE` rows: a parent's children, an object's type; a key-like
+    column's hash index is built at C speed anyway), of values that compare, where at most
+    one in :data:`DESCENTS` of :data:`SORT_PAIRS` neighbouring pairs spread over the rows
+    descends (compared at C speed): the sort then merges few runs (~0.05 s a million rows
+    made in a hierarchy's order, against ~0.3-0.5 s for the index of buckets). What a
+    :class:`SortedIndex` reads, as after a store's open."""
+    n = len(rows)
+    key = itemgetter(col)
+    probe = list(map(key, islice(rows, PROBE)))
+    if n < 2 or len(set(probe)) == len(probe):
+        return None
+    step = max(1, (n - 1) // SORT_PAIRS)
+    try:
+        down = sum(map(gt, map(key, islice(rows, 0, n - 1, step)),
+                       map(key, islice(rows, 1, n, step))))
+        if down * DESCENTS > (n - 2) // step + 1:
+            return None
+        return sorted(rows, key=key)
+    except TypeError:  # values of types that do not compare (a number and a string)
+        return None
+
+
 class SortedRows(list):  # type: ignore[type-arg]
     """A relation's rows (distinct) as read in one piece (grantlog/store/snapshots.py), with,
     for some columns, the same row objects in the order of that column's values (a stable
@@ -166,6 +200,13 @@ class SortedIndex:
         self.hash: Index | None = None
         #: called once it is built (the database's views then read it directly)
         self._told = told
+
+    def unwritten(self) -> tuple[list[Row], list[Any]] | None:
+        """The rows in key order and their keys, while no write came and no hash index
+        was built (read only), else None."""
+        if self._written or self._writes or self.hash is not None:
+            return None
+        return self._rows, self._keys
 
     def hashed(self) -> Index:
         """The hash index of the rows as they stand (built once: :func:`build_index`'s
@@ -515,8 +556,10 @@ class Fanout:
 
     __slots__ = ("_inner", "count", "has")
 
-    def __init__(self, rows: Collection[Row], a: int, b: int) -> None:
-        counts = Counter(map(itemgetter(a), rows))
+    def __init__(self, rows: Collection[Row], a: int, b: int,
+                 keys: list[Any] | None = None) -> None:
+        """``keys``: the rows' values at ``a``, when at hand (a :class:`SortedIndex`'s)."""
+        counts = Counter(map(itemgetter(a), rows) if keys is None else keys)
         inner = compress(rows, map(counts.__contains__, map(itemgetter(b), rows)))
         self._inner = build_index(list(inner), itemgetter(a))
         #: node -> edges leaving it; whether a node has any

@@ -50,7 +50,7 @@ from typing import Any
 from ..core import ir
 from ..core.analyses import edge_closure
 from ..core.hierarchy_roles import hierarchy_roles
-from ..core.index import Fanout, build_index, first_holding
+from ..core.index import Fanout, SortedIndex, build_index, first_holding
 from ..core.terms import atom_vars, is_anon
 from .cache import Reads, Sample, shaped
 from .greedy import greedy
@@ -424,7 +424,11 @@ class Statistics:
         (:meth:`_index_of`), unless the relation is big, not indexed there yet and ``a``
         holds few keys (a parent's many children, not a child's one parent): then counted
         at C speed without the index of buckets (engine/core/index.py ``Fanout``)."""
-        fan = self._unindexed(edge, (a,), lambda rows: Fanout(rows, a, b), few=True)
+        db = getattr(self._index, "__self__", None)
+        have = getattr(db, "indexes", {}).get((edge, (a,)))
+        got = have.unwritten() if type(have) is SortedIndex else None  # a bulk load's
+        fan = self._unindexed(edge, (a,), lambda rows: Fanout(rows, a, b) if got is None
+                              else Fanout(got[0], a, b, got[1]), few=True)
         if fan is not None:
             return fan.has, fan.kids, fan.count
         ix = self._index_of(edge, (a,))
@@ -435,14 +439,19 @@ class Statistics:
         """``read(rows)``, once, of a relation of more than :data:`SAMPLE` rows that neither
         these statistics nor the database has indexed on ``cols`` nor holds sorted (a store's
         snapshot: its index there is a bisection, made at once) (``few``: and whose sample
-        holds each key there twice on average), else None: the first answer after a load
-        from lists then builds only the indexes its evaluation reads (issue 26, item 5)."""
+        holds each key there twice on average; a sorted index a bulk load made there, not
+        hashed yet, is counted so too, not bisected from every node walked), else None: the
+        first answer after a load from lists then builds only the indexes its evaluation
+        reads (issue 26, item 5)."""
         k = (rel, cols)
         got = self.scanned.get(k)
         if got is None:
             rows: Any = self.full.get(rel) or ()
             db = getattr(self._index, "__self__", None)
-            if (len(rows) <= SAMPLE or k in self._indexes or k in getattr(db, "indexes", ())
+            have = getattr(db, "indexes", {}).get(k)
+            if few and type(have) is SortedIndex and have.hash is None:
+                have = None  # walked from many nodes: counted at C speed, not bisected
+            if (len(rows) <= SAMPLE or k in self._indexes or have is not None
                     or rel in getattr(db, "orders", ())  # a store's sorted rows: read them
                     or (few and 2 * len(set(map(itemgetter(*cols), sample := self._sample(rel))))
                         > len(sample))):

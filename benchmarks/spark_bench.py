@@ -177,7 +177,8 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
     specs = {p.stem: {"path": str(p), "format": "csv"} for p in sorted(data.glob("*.csv"))}
     inputs = sb.read_inputs(spark, program, specs)
     res = sb.run(program, spark, inputs, goal=GOAL, where=where_of(catalog),
-                 progress=say, driver_rows=args.driver_rows)
+                 progress=say, driver_rows=args.driver_rows,
+                 symmetry={"auto": None, "on": True, "off": False}[args.symmetry])
     out = data / "spark-answers"
     res.relations["allowed"].write.mode("overwrite").parquet(str(out))
     total_s = time.perf_counter() - t1
@@ -212,6 +213,7 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
         "relations": len(d.program.relations), "magic": len(d.magic), "cut": d.cut,
         "answers": int(agg["n"]), "hash": int(agg["h"] or 0),
         "largest_stratum": "/".join(largest.relations), "largest_rows": largest.rows or 0,
+        "symmetry": next((p for p in res.plans if p.startswith("symmetry:")), None),
         "jvm_peak_mib": jvm_kib / 1024,
         "python_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "log": lines,
@@ -296,7 +298,7 @@ def run_worker(kind: str, args: argparse.Namespace, n: int, timeout: float,
            "--driver-memory", args.driver_memory, "--memory-limit-gb",
            str(args.memory_limit_gb), "--master", args.master,
            "--partitions", str(args.partitions), "--memory-mode", args.memory_mode,
-           "--driver-rows", str(args.driver_rows), *extra]
+           "--driver-rows", str(args.driver_rows), "--symmetry", args.symmetry, *extra]
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, timeout=timeout, text=True)
@@ -479,6 +481,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="relations of at most this many rows are also held on the driver, "
                          "and the strata reading only those run there (run(driver_rows=); "
                          "0: every stratum on Spark)")
+    ap.add_argument("--symmetry", choices=["auto", "on", "off"], default="auto",
+                    help="evaluate over one representative per class of interchangeable input "
+                         "values (run(symmetry=); spark_bridge/symmetry.py)")
     ap.add_argument("--data-dir", type=Path,
                     default=Path(os.environ.get("TMPDIR", "/tmp")) / "grantlog-spark-bench")
     ap.add_argument("--worker", choices=["generate", "spark", "memory"], help=argparse.SUPPRESS)

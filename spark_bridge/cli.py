@@ -97,6 +97,9 @@ def add_parser(sub: Any) -> None:
                    help="hold relations of at most N rows on the driver too, and evaluate "
                         "there the strata that read only such relations, with or without "
                         f"--goal (default {DRIVER_ROWS}; 0: every stratum on Spark)")
+    r.add_argument("--no-symmetry", action="store_true",
+                   help="do not run on one representative per class of interchangeable input "
+                        "values (default: on inputs of 1 MiB or more, where found sound)")
     r.add_argument("--checkpoint-dir", metavar="DIR",
                    help="Spark checkpoint directory (default: a temp dir)")
     r.add_argument("--strict", action="store_true", help=HELP_STRICT)
@@ -201,7 +204,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                      closure=args.closure, max_iterations=args.max_iterations,
                      broadcast_rows=args.broadcast_rows, progress=say, goal=args.goal,
                      where=args.where, local_rows=args.local_rows,
-                     driver_rows=args.driver_rows)
+                     driver_rows=args.driver_rows,
+                     symmetry=False if args.no_symmetry else None)
         if args.explain_plan:
             if result.demand is not None:
                 for line in result.demand.describe().splitlines():

@@ -33,6 +33,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping
+from functools import partial
 from typing import Any
 
 from grantlog.engine.core import arguments, ir, progress
@@ -42,10 +43,11 @@ from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error, plural
 
 from . import encoding, factoring, local, planner, schema
 from . import reasons as reasons_mod
+from . import symmetry as symmetric
 from .closure import closure_shape, doubling, full_on_spark, graphframes_status
 from .reasons import grant_reasons
 from .reasons import reason_literal as choose_reason
-from .report import SparkResult, StratumReport
+from .report import SparkResult, StratumReport, iteration_limit
 
 Progress = Callable[[str], None]
 #: a non-recursive relation whose lazy plan would read more relations than this (counting the
@@ -101,7 +103,8 @@ class _Run:
         self.plans: list[str] = []
         self.reports: list[StratumReport] = []
         self.inputs = dict(inputs)
-        self._check_inputs()
+        self.internal: dict[str, Any] = {}  # inputs in internal columns, as symmetry.py left them
+        schema.check_inputs(program, self.inputs)
         input_types = {rel: [schema.spark_type_name(df.schema[c].dataType)
                              for c in program.relations[rel].columns]
                        for rel, df in self.inputs.items()}
@@ -126,14 +129,6 @@ class _Run:
             spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="grantlog-spark-"))
 
     # -- inputs -----------------------------------------------------------------------------
-
-    def _check_inputs(self) -> None:
-        diags = []
-        for rel, df in self.inputs.items():
-            where = getattr(df, "_grantlog_source", None) or f"<DataFrame for {rel}>"
-            diags += schema.check_input(self.program, rel, df, where)
-        if diags:
-            raise GrantlogError(diags)
 
     def _internal_input(self, rel: str, df: Any) -> Any:
         F = self.F
@@ -171,7 +166,8 @@ class _Run:
         if self.driver_rows > 0 and rel not in self.inputs:
             self.rows[rel] = set(rows)
         if rel in self.inputs:
-            inp = self._internal_input(rel, self.inputs[rel])
+            inp = self.internal.get(rel, None)
+            inp = self._internal_input(rel, self.inputs[rel]) if inp is None else inp
             df = (inp if df is None else df.unionByName(inp)).distinct()
             if self.driver_rows > 0:
                 # one job: a small input's rows to the driver (a big one is counted after)
@@ -440,15 +436,6 @@ class _Run:
             return self.full
         return {**self.full, loose[0]: self.loose[loose[0]]}
 
-    def _cap(self, st: ir.Stratum) -> Callable[[int], Exception]:
-        def make(n: int) -> Exception:
-            rels = ", ".join(f"`{r}`" for r in st.relations)
-            return GrantlogError([error(
-                "iteration-limit",
-                f"stratum {st.index} ({rels}) did not converge within {n} iterations",
-                NO_SPAN, help="raise `max_iterations` (CLI: --max-iterations)")])
-        return make
-
     def _recursive(self, st: ir.Stratum) -> StratumReport:
         shape = None
         if self.closure_strategy != "semi-naive" and not any(
@@ -477,7 +464,7 @@ class _Run:
 
             total, rounds = doubling(
                 self.full[shape.edge], self.materialize, say, self.max_iterations,
-                self._cap(st), use_gf)
+                partial(iteration_limit, st), use_gf)
             self.full[shape.rel] = total
             report.iterations = rounds
             report.rows = self.sizes[shape.rel] = counted[0]
@@ -531,7 +518,7 @@ class _Run:
         self._round(st, 1, sizes, t0)
         while any(sizes.values()):
             if report.iterations >= self.max_iterations:
-                raise self._cap(st)(report.iterations)
+                raise iteration_limit(st, report.iterations)
             report.iterations += 1
             t0 = time.perf_counter()
             new: dict[str, Any] = {}
@@ -639,6 +626,7 @@ def run(
     restrict: Collection[str] | None = None,
     local_rows: int = 0,
     driver_rows: int = 0,
+    symmetry: bool | None = None,
 ) -> SparkResult:
     """Evaluate ``program`` on ``spark``: a :class:`SparkResult` (one DataFrame per relation,
     base and derived; column kinds, per-stratum reports, join plans, a goal's demand rewrite).
@@ -670,7 +658,10 @@ def run(
     the driver, and a stratum reading only such relations (and staying that small) is
     evaluated there (local.py :func:`~.local.stratum_rows`), not as Spark jobs; its rows are
     handed to the later strata as a local relation (0, the default here: every stratum on
-    Spark; the CLI's default is ``local.DRIVER_ROWS``)."""
+    Spark; the CLI's default is ``local.DRIVER_ROWS``).
+
+    ``symmetry``: run on one representative per class of interchangeable input values, then
+    expand (symmetry.py: sound classes only, no reasons); None: on inputs of ≥ 1 MiB."""
     if closure not in ("auto", "doubling", "graphframes", "semi-naive"):
         raise ValueError(f"unknown closure strategy {closure!r}")
     arguments.integer("local_rows", local_rows, minimum=0)
@@ -690,14 +681,9 @@ def run(
         if rows is not None:
             local.evaluate(r, rows)
         else:
-            r.run()
+            symmetric.run(r, symmetry)
         return SparkResult(r.results(), r.kinds, r.reports, r.plans)
-    diags = []
-    for rel, df in inputs.items():  # against the whole program, before the rewrite
-        src = getattr(df, "_grantlog_source", None) or f"<DataFrame for {rel}>"
-        diags += schema.check_input(program, rel, df, src)
-    if diags:
-        raise GrantlogError(diags)
+    schema.check_inputs(program, inputs)  # against the whole program, before the rewrite
     d = demand(program, goal, where, restrict=restrict, keep=full_on_spark(program, inputs))
     if progress:
         progress(f"demand: `{goal}`" + (f" where `{where}`" if where else "")
@@ -710,5 +696,5 @@ def run(
              broadcast_rows=broadcast_rows, materialize=materialize, progress=progress,
              seeds=d.magic, display=d.origin, decision=d.goal_relation,
              driver_rows=driver_rows)
-    r.run()
+    symmetric.run(r, symmetry)
     return SparkResult(r.results((d.answer, d.goal.rel)), r.kinds, r.reports, r.plans, d)

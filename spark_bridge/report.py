@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from grantlog.engine.core import ir
 from grantlog.engine.plan.magic import Demand
+from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
 from . import schema
 
@@ -31,3 +33,11 @@ class SparkResult:
     plans: list[str] = field(default_factory=list)
     #: the demand rewrite a goal was answered with (engine/plan/magic.py), else None
     demand: Demand | None = None
+
+
+def iteration_limit(st: ir.Stratum, n: int) -> Exception:
+    """``iteration-limit``: the stratum ``st`` ran ``n`` rounds without converging"""
+    rels = ", ".join(f"`{r}`" for r in st.relations)
+    return GrantlogError([error(
+        "iteration-limit", f"stratum {st.index} ({rels}) did not converge within {n} iterations",
+        NO_SPAN, help="raise `max_iterations` (CLI: --max-iterations)")])

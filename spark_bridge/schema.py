@@ -300,3 +300,13 @@ def check_input(
             out.append(_bad(where, f"column `{name}` of the input for `{rel}` ({where}) has "
                                    f"type {f.dataType.simpleString()}, expected {want}"))
     return out
+
+
+def check_inputs(program: ir.Program, inputs: Mapping[str, Any]) -> None:
+    """:func:`check_input` of every input, reported together (``bad-input``), before any job"""
+    diags = []
+    for rel, df in inputs.items():
+        where = getattr(df, "_grantlog_source", None) or f"<DataFrame for {rel}>"
+        diags += check_input(program, rel, df, where)
+    if diags:
+        raise GrantlogError(diags)

@@ -43,7 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import history_world as hw
-from grantlog.engine.answer import timed, timelines
+from grantlog.engine.answer import history, timed, timelines, validity
 
 import grantlog
 
@@ -111,7 +111,7 @@ def prove(r: grantlog.Reasoner, w: hw.World, asked: list[tuple[str, str, str]],
         n = sum(1 if i.end is None else 2 for i in got)
         if n:
             per.append(cpu[-1] / n)
-        shown += [(i.why.goal, e.revision, x) for i in got
+        shown += [(i.why.goal, e.revision, e.committed_at, x) for i in got
                   for e, x in ((i.start, i.why), (i.end, i.why_not)) if e is not None]
         print(f"  with proofs {q}: {took[-1] * 1000:.1f} ms ({cpu[-1] * 1000:.1f} ms CPU), "
               f"{len(got)} intervals, {n} explanations")
@@ -123,10 +123,10 @@ def prove(r: grantlog.Reasoner, w: hw.World, asked: list[tuple[str, str, str]],
 
     picked = random.Random(7).sample(shown, min(verify, len(shown)))
     fork = multiprocessing.get_context("fork")
-    for goal, rev, ex in picked:  # whys and why-nots, as they come
+    for goal, rev, at, ex in picked:  # whys and why-nots, as they come
         t = time.perf_counter()
         took_it, give = fork.Pipe(duplex=False)
-        child = fork.Process(target=_rebuilt, args=(give, r, goal, rev))  # forked: r shared
+        child = fork.Process(target=_rebuilt, args=(give, r, goal, rev, at))  # forked: r shared
         child.start()
         want = took_it.recv()
         child.join()
@@ -139,8 +139,12 @@ def prove(r: grantlog.Reasoner, w: hw.World, asked: list[tuple[str, str, str]],
             "proofs_verified": len(picked)}
 
 
-def _rebuilt(give: Any, r: grantlog.Reasoner, goal: str, rev: int) -> None:
-    give.send(r.explain(goal, at_revision=rev).to_dict())
+def _rebuilt(give: Any, r: grantlog.Reasoner, goal: str, rev: int, at: float | None) -> None:
+    """The explanation of the rebuilt reasoner of ``rev`` at the edge's moment ``at`` (the
+    facts' validity intervals read then: engine/answer/validity.py)."""
+    p = history.past(r, rev, None)
+    give.send((p if at is None else validity.at(p, validity.instant(at, "now"))).explain(
+        goal).to_dict())
 
 
 def timed_pairs(r: grantlog.Reasoner, w: hw.World, asked: list[tuple[str, str, str]],

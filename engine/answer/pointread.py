@@ -15,11 +15,11 @@ facts at ``R`` under the policy in force then); tests/test_history_pointread.py 
 them at every revision of generated histories. A view of ``R`` is kept with history.py's
 reasoners (its LRU), so further checks at ``R`` reuse what it read.
 
-Used for ``check`` only, and only where the rebuilt reasoner is not kept already and the
-journal has a point reader for ``R``; anything else takes the rebuilt reasoner. Where facts
-have validity intervals, the view is of the facts at the check's moment (``now``, default
-the clock: ``MomentView`` below, their ``@valid`` rows read by points
-too).
+Used for ``check`` (and by engine/answer/timed_proofs.py for explanations), only where the
+rebuilt reasoner is not kept already and the journal has a point reader for ``R``; anything
+else takes the rebuilt reasoner. Where facts have validity intervals, the view is of the facts
+at the check's moment (``now``, default the clock: ``MomentView`` below, their ``@valid`` rows
+read by points too).
 """
 
 from __future__ import annotations

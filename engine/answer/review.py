@@ -8,8 +8,9 @@ bound (the current entries), ``explain`` (the paths: a proof's ``fact`` leaves) 
 timelines of engine/answer/timelines.py (the changes). A subject's or a resource's changes are
 the decision rows with that argument evaluated over revision intervals (engine/answer/timed.py
 ``decided``: no replay; validity intervals too), where the store has a temporal table; a
-role's too where no fact has a validity interval (:func:`role_timeline`: its holders'
-rows over the period, then their decisions); anything else replays the log (``keyed``). A
+role's too (:func:`role_timeline`: its holders' rows over the period, then their decisions;
+with validity intervals on the axis of commits and moments, whether a change went through the
+role read at its moment); anything else replays the log (``keyed``). A
 path at a past revision (an entry lost since) is explained by point reads at that revision
 (engine/answer/timed_proofs.py), not by a reasoner rebuilt for it, just before the loss
 (``timed.before``: at a validity edge, the revision in force a moment before it, the facts'
@@ -17,11 +18,14 @@ intervals read then). A role is read from the model's
 structure: its holding relations are the binary relations with a column named ``role`` (the
 prelude's ``holds(principal, role)``), those that rules derive when there are any; a model
 with none has no roles (``no-roles``). A role's entries are the decisions of its holders
-whose proof goes through a fact naming the role.
+whose proof goes through a fact naming the role. The current entries are under the reviewing
+reasoner's own program, the history under the store's policies (:func:`policies`, which the
+review reports).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +33,9 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from ..core import arguments, ir
 from ..core.hierarchy_roles import hierarchy_roles
-from . import timed
+from . import through, timed
 from .history import Edge, Interval
+from .spans import SHIFT
 from .timelines import AccessTimeline, Key, _over, keyed, pattern
 
 Reasoner = Any
@@ -87,6 +92,8 @@ class Review:
     entries: tuple[Entry, ...]
     holders: tuple[ir.Value, ...] = ()
     timeline: AccessTimeline | None = field(default=None, compare=False)
+    #: the policies it was evaluated under, by digest (:func:`policies`)
+    policies: dict[str, Any] = field(default_factory=dict)
 
     @property
     def current(self) -> list[Entry]:
@@ -106,6 +113,7 @@ class Review:
             "schema": SCHEMA, "kind": self.kind, "of": self.of, "revision": self.revision,
             "since": self.since,
             **({"holders": list(self.holders)} if self.kind == "role" else {}),
+            "policies": self.policies,
             "entries": [e.to_dict() for e in self.entries],
             "changes": [{"subject": e.subject, "operation": e.operation,
                          "resource": e.resource, **v.to_dict()} for e, v in self.changes()],
@@ -173,23 +181,64 @@ def _path(r: Reasoner, key: Key, at: int | None = None,
     return sorted(facts), values
 
 
+#: the entries proven with one prover (its proofs of shared premises kept between them)
+PROVED_TOGETHER = 1000
+
+
+def _paths(r: Reasoner, keys: set[Key]) -> dict[Key, tuple[list[str], set[ir.Value]]]:
+    """:func:`_path` of each key now, the keys in order, :data:`PROVED_TOGETHER` at a time
+    with one prover: a proof depends only on the row (the lowest instance, the smallest
+    binding), so a premise's proof kept from an earlier entry is the one it would get."""
+    program = r.program
+    tree = hierarchy_roles(program).stored
+    out: dict[Key, tuple[list[str], set[ir.Value]]] = {}
+    ordered = sorted(keys, key=ir.row_key)
+    for i in range(0, len(ordered), PROVED_TOGETHER):
+        with r._read():
+            ctx = r._context()
+            prover = r.prover(ctx)
+            held = ctx.F[program.decision]
+            for k in ordered[i:i + PROVED_TOGETHER]:
+                facts: dict[str, None] = {}
+                values: set[ir.Value] = set()
+                if k in held:
+                    for n in prover.prove(program.decision, k).walk():
+                        if n.kind == "fact" and n.row is not None:
+                            values.update(n.row)
+                            if n.rel not in tree:
+                                facts[n.text] = None
+                out[k] = (sorted(facts), values)
+    return out
+
+
 def role_timeline(r: Reasoner, of: str, holders: list[ir.Value],
-                   since: object) -> AccessTimeline | None:
+                   since: object, also: Iterable[Key] = ()) -> AccessTimeline | None:
     """A role's timeline over revision intervals (None where that path does not apply: the
     replay's then): the role's holding rows over the period (``timed.decided`` of each
     holding relation with the role bound), then the decisions of the principals the replay
     follows (``keyed`` above: the holders now, at ``since`` and at each policy installed
     since, each from the first of these revisions it held the role at) in one evaluation
-    over revision intervals, each principal's intervals from that revision on (one that
-    held across it opens there, as the replay's new policy opens it)."""
+    over revision intervals — only those derivable through the role at some revision of the
+    period (through.py ``keys_over``: no other can have a change through it) and ``also``
+    — each principal's intervals from that revision on (one that
+    held across it opens there, as the replay's new policy opens it). With validity
+    intervals the spans are of points of commits and moments (engine/answer/spans.py; a
+    revision's commit is ``revision << SHIFT``), up to the clock, and where the candidates
+    through the role are not found over them (through.py) every decision of the followed
+    principals is evaluated."""
     rels = holding_relations(r.program)
     held = []
     for rel, col in rels:
         d = timed.decided(r, (col,), (of,), since, rel=rel)
-        if d is None or d.start >= 0:  # (with validity intervals: the replay's)
+        if d is None:
             return None
         held.append((d, col))
     first, last = held[0][0].first, held[0][0].last
+    axis = held[0][0].start >= 0  # validity intervals: spans of points of commits and moments
+
+    def pos(t: int) -> int:  # revision ``t``'s commit as a point of the spans
+        return t << SHIFT if axis else t
+
     journal = r.journal
     swaps = sorted(p for p in journal.policy_revisions() if first < p <= last)
     if any(holding_relations(journal.policy_at(p) or r.program) != rels
@@ -198,25 +247,37 @@ def role_timeline(r: Reasoner, of: str, holders: list[ir.Value],
     when: dict[ir.Value, int] = dict.fromkeys(holders, first)
     for d, col in held:
         for row, spans in d.rows.items():
-            t = next((t for t in (first, *swaps) if any(lo <= t < hi for lo, hi in spans)),
-                     None)
+            t = next((t for t in (first, *swaps)
+                      if any(lo <= pos(t) < hi for lo, hi in spans)), None)
             if t is not None and t < when.get(row[1 - col], last + 1):
                 when[row[1 - col]] = t
     of_: dict[str, ir.Value] = {"kind": "role", "of": of}
     names = ("subject", "operation", "resource")
     if not when:
         return AccessTimeline(of_, names, first, last, {})
-    keys = sorted(when, key=ir.value_key)
-    d = timed.decided(r, (0,), (keys[0],), first, last, more=tuple((k,) for k in keys[1:]))
-    if d is None or d.start >= 0 or (d.first, d.last) != (first, last):
+    # only the decisions derivable through the role at some revision (through.py)
+    found = through.keys_over(r, of, first, last)
+    if found is not None:
+        # and ``also`` (the entries now: under the reasoner's own program, which need not
+        # be the store's, whether each held at ``since`` is read here)
+        keys = sorted((k for k in found | set(also) if k[0] in when), key=ir.row_key)
+        if not keys:
+            return AccessTimeline(of_, names, first, last, {})
+        d = timed.decided(r, (0, 1, 2), keys[0], first, last, more=tuple(keys[1:]))
+    elif axis:  # (validity intervals: every decision of the followed principals, to the clock)
+        ps = sorted(when, key=ir.value_key)
+        d = timed.decided(r, (0,), (ps[0],), first, None, more=tuple((p,) for p in ps[1:]))
+    else:
+        return None
+    if d is None or (d.start >= 0) != axis or (d.first, d.last) != (first, last):
         return None
     opened = {c.revision: Edge(c.revision, c.committed_at, c.author, c.reason, c.ticket)
               for t in set(when.values()) - {first} for c in journal.transactions(t - 1, t)}
     out: dict[Key, list[Interval]] = {}
     for row, spans in d.rows.items():
         t = when[row[0]]
-        ivs = [i if lo >= t else Interval(opened.get(t, Edge(t)), i.end, False)
-               for (lo, hi), i in zip(spans, d.intervals(row), strict=True) if hi > t]
+        ivs = [i if lo >= pos(t) else Interval(opened.get(t, Edge(t)), i.end, False)
+               for (lo, hi), i in zip(spans, d.intervals(row), strict=True) if hi > pos(t)]
         if ivs:
             out[tuple(row)] = ivs
     return AccessTimeline(of_, names, first, last, out)
@@ -235,14 +296,14 @@ def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
     kind, of = given[0]
     arguments.constant(kind, of)
     holders: list[ir.Value] = role_holders(r, of) if kind == "role" else []
-    if kind == "role":
-        now = {k for h in holders for k in _decisions(r, h, None)}
+    if kind == "role":  # only the holders' decisions derivable through the role
+        held = set(holders)
+        now = {k for k in through.found(r, of) if k[0] in held}
     else:
         now = _decisions(r, subject, resource)
     paths: dict[Key, list[str]] = {}
     keep: set[Key] = set()
-    for k in now:
-        facts, values = _path(r, k)
+    for k, (facts, values) in _paths(r, now).items():
         paths[k] = facts
         if kind != "role" or of in values:
             keep.add(k)
@@ -270,7 +331,7 @@ def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
         # a subject's or a resource's decisions over revision intervals; else the replay
         over = None if kind == "role" else timed.decided(
             r, (0,) if kind == "subject" else (2,), (of,), since)
-        timeline = role_timeline(r, of, holders, since) if kind == "role" else None \
+        timeline = role_timeline(r, of, holders, since, now) if kind == "role" else None \
             if over is None else _over(over, {"kind": kind, "of": of}, names, tuple)
         if timeline is None:
             timeline = keyed(r, {"kind": kind, "of": of}, names, since, None, start, select)
@@ -279,13 +340,21 @@ def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
         # passed a validity bound at that revision)
         before = {k for k, ivs in timeline.intervals.items() if ivs and ivs[0].held_before}
         for c in timeline.changes():
-            if kind == "role":  # through the role: its proof names it then
-                at = c.edge.revision if c.gained else c.edge.revision - 1
-                if at < 0 or of not in _path(r, c.key, at)[1]:
+            if kind == "role":  # through the role: its proof names it then (validity
+                # intervals read at that moment: just after a gain, just before a loss)
+                at, then = (c.edge.revision, c.edge.committed_at) if c.gained \
+                    else timed.before(c.edge)
+                if at < 0 or of not in _path(r, c.key, at, then)[1]:
                     continue
             events.setdefault(c.key, []).append(Event(c.gained, c.edge))
         if kind == "role":  # held through the role then (it may hold another way now)
-            keep |= {k for k in before if of in _path(r, k, first)[1]}
+            at_first = next((i.start.committed_at for ivs in timeline.intervals.values()
+                             for i in ivs[:1] if i.held_before), None)  # first's moment
+            keep |= {k for k in before if of in _path(r, k, first, at_first)[1]}
+            for k in sorted((keep | events.keys()) - now, key=ir.row_key):
+                if k[0] in holders and r.query(pattern(r.program.decision, k)):
+                    now.add(k)  # a holder's decision now, not through the role
+                    paths[k] = _path(r, k)[0]
     entries = []
     for k in sorted(keep | events.keys(), key=ir.row_key):
         if since is None:
@@ -304,4 +373,28 @@ def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
             path = _path(r, k, was, then)[0] if was is not None and was >= 0 else []
         entries.append(Entry(k[0], k[1], k[2], change, tuple(path),
                              tuple(events.get(k, ()))))
-    return Review(kind, of, int(r.revision), first, tuple(entries), tuple(holders), timeline)
+    return Review(kind, of, int(r.revision), first, tuple(entries), tuple(holders), timeline,
+                  policies(r, first))
+
+
+def policies(r: Reasoner, first: int | None) -> dict[str, Any]:
+    """Which policy a review used, by digest. ``now``: the current entries and their paths
+    are the reviewing reasoner's, under its own program — whatever the store has installed
+    (``stored``: the store's policy in force at its head; None without one), so a reasoner
+    opened with rules not installed yet reviews "now" under them. ``past`` (with ``since``:
+    ``first`` its revision): the changes, what held at ``since`` and the paths before a loss
+    are the store's history, each revision under the policy in force then (the store's
+    installed policies, as as-of answers take them; the reasoner's own where the store kept
+    none): from ``first`` and from each installation after it, that policy."""
+    out: dict[str, Any] = {"now": r.program.digest}
+    journal = r.journal
+    if journal is None:
+        return out
+    head = int(r.revision)
+    stored = journal.policy_at(head)
+    out["stored"] = None if stored is None else stored.digest
+    if first is not None:
+        cuts = [first, *sorted(p for p in journal.policy_revisions() if first < p <= head)]
+        out["past"] = [{"from": rev, "policy": (journal.policy_at(rev) or r.program).digest}
+                       for rev in cuts]
+    return out

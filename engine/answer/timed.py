@@ -540,13 +540,14 @@ def before(edge: Edge) -> tuple[int, float | None]:
 
 def explain_at(r: Reasoner, revision: int, goal: str, t: float | None = None) -> Any:
     """``goal`` explained at ``revision`` as it stood at the moment ``t`` (None: the clock;
-    the facts' validity intervals read then): by point reads where they apply (no fact has
-    a validity interval: engine/answer/timed_proofs.py), else by the reasoner of that
-    revision at ``t``, as a review's path or a timeline's proof at a validity edge needs."""
+    the facts' validity intervals read then): by point reads where they apply
+    (engine/answer/timed_proofs.py: the facts at ``t`` read by points where some have a
+    validity interval), else by the reasoner of that revision at ``t``, as a review's path
+    or a timeline's proof at a validity edge needs."""
     if t is None or history.kept(r, revision) is not None:
         got = None
     else:
-        got = timed_proofs.explain(r, revision, goal)
+        got = timed_proofs.explain(r, revision, goal, now=t)
     if got is not None:
         return got
     if t is None:

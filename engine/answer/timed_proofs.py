@@ -7,313 +7,50 @@ proofs (engine/answer/timelines.py ``prove``) asks one at each edge. Here the ex
 made goal-directed over the point-read view of R instead (engine/answer/pointread.py
 :class:`~.pointread.PastView`: the facts at R read by the temporal table's indexes as the
 proof and the why-not tree reach them), with the same prover and why-not search as the
-rebuilt reasoner (engine/answer/explain/), so the explanation is the same, node for node:
+rebuilt reasoner (engine/answer/point_proofs.py), so the explanation is the same, node for
+node. tests/test_history_timeline_proofs.py compares the explanations with the rebuilt
+reasoner's on generated histories.
 
-* a fact is a ``fact`` leaf where the rebuilt reasoner's would be: a stored row of a base
-  relation, or a stored (or rule-file) row of a derived one, its origin the rule files' place
-  of it or "inserted at run time";
-* the rebuilt reasoner picks, among a materialized row's derivations, the one whose highest
-  body row was derived in the earliest evaluation round (engine/eval/database.py's levels).
-  Those rounds are not stored; they are recomputed for the rows a proof reaches
-  (:class:`_Levels`). Bottom-up evaluation (engine/eval/seminaive.py) runs the materialized
-  strata in order, each taking rounds above the previous ones, so a level is ordered as
-  (the stratum's position, the round inside it): a non-recursive stratum derives its rows in
-  one round; in a recursive one, a row's round is the least height of its derivations — 1
-  for an exit rule's, else one more than the highest round of its body rows of the same
-  stratum (a stored row of it counts 1: it enters the first delta) — found by iterative
-  deepening over the on-demand answers. Rows given as facts are level 0, as there.
-
-Everything else (the goal's answers, the rule instances, the why-not's rows) is read from the
-on-demand evaluation of the view, whose answers are those of the rebuilt reasoner
-(tests/test_history_pointread.py); the prover and the why-not search take the smallest
-binding among equals, never the order rows come in. tests/test_history_timeline_proofs.py
-compares the explanations with the rebuilt reasoner's on generated histories.
+Where facts have validity intervals, an explanation is of a moment as well as a revision
+(``now``: a timeline's edge, the commit or the moment an interval started or ended; a
+review's path just before a loss): the view is then of the facts as they stood at that moment
+(pointread.py ``MomentView``: their ``@valid`` rows read by points too), and the explanation
+is the rebuilt reasoner's of that revision moved to that moment (``validity.at``):
+tests/test_timeline_proofs_moments.py compares them at every commit and validity edge of
+generated histories.
 
 Where point reads do not apply (:func:`explain` gives None: the journal has no point reader
-for R, facts have validity intervals, a stratum mixes materialized and on-demand relations),
-the rebuilt reasoner answers (:func:`explain_at`).
+for R, facts have validity intervals and no moment is given, a stratum mixes materialized
+and on-demand relations), the rebuilt reasoner answers (:func:`explain_at`).
 """
 
 from __future__ import annotations
 
 import threading
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..core import arguments, ir
-from ..core.facts import Facts, RowSpans
+from ..core import ir
 from ..core.journal import VALID
-from ..eval.demand import DemandContext
-from ..eval.derivation import Derivations
-from ..plan.codegen import key_binding
-from . import history, pointread
-from .explain import Explanation, Limits, Prover, explain_goal
-from .explain.atoms import ground
-from .query import Goals
-from .reasoner import INSERTED
+from ..core.times import decode, holds, instant
+from . import history, point_proofs, pointread
+from .explain import Explanation, Limits
 
 Reasoner = Any
-Key = tuple[ir.Value, ...]
-#: where a program keeps what its proofs by point reads need (``ir.Program.compiled``)
-KEY = "timed_proofs"
-#: the levels of one materialized stratum above the previous one's (its rounds stay below)
-STRIDE = 1 << 32
-
-
-class _Shape:
-    """What proofs by point reads need of a program, made once: its compiled goals, where
-    its rule files' facts are, and each materialized relation's stratum (its position among
-    the materialized strata, and its relations when the stratum is recursive)."""
-
-    def __init__(self, program: ir.Program) -> None:
-        self.goals = Goals(program)
-        self.facts = Facts.of(program.facts)
-        self.spans: dict[str, RowSpans] = {}
-        self.stratum: dict[str, tuple[int, frozenset[str] | None]] = {}
-        #: a stratum with materialized and on-demand relations (not taken: None answers)
-        self.mixed = False
-        position = 0
-        for st in program.strata:
-            kept = [rel for rel in st.relations if rel not in program.virtual]
-            if not kept:
-                continue
-            self.mixed = self.mixed or len(kept) != len(st.relations)
-            position += 1  # as engine/eval/seminaive.py compile_strata orders them
-            for rel in st.relations:
-                self.stratum[rel] = (position, frozenset(st.relations) if st.recursive
-                                     else None)
-
-    def origin_of(self, rel: str, row: ir.Row) -> str:
-        spans = self.spans.get(rel)
-        if spans is None:
-            spans = self.spans[rel] = self.facts.spans(rel)
-        got = spans.get(row)
-        return INSERTED if got is None else str(got)
-
-
-def _shape(program: ir.Program) -> _Shape:
-    got = program.compiled.get(KEY)
-    if not isinstance(got, _Shape):
-        got = program.compiled[KEY] = _Shape(program)
-    return got
-
-
-class _Proofs:
-    """One explanation's reads of a view: which rows are facts, and the levels."""
-
-    def __init__(self, program: ir.Program, shape: _Shape, view: pointread.PastView,
-                 ctx: DemandContext) -> None:
-        self.program, self.shape, self.view, self.ctx = program, shape, view, ctx
-        self.derived = program.derived
-        self.levels = _Levels(self)
-        self.prover = Prover(program, self.levels, ctx, self.origin)
-        #: per row of a recursive materialized stratum: a height it has a derivation
-        #: within, and the greatest height it has none within
-        self.upper: dict[tuple[str, ir.Row], int] = {}
-        self.fails: dict[tuple[str, ir.Row], int] = {}
-
-    def stored(self, rel: str, row: ir.Row) -> bool:
-        """Whether ``rel(row)`` is a fact at the revision (stored, or in the rule files)."""
-        v = self.view
-        if rel in self.derived and not v.any(rel):
-            return False
-        return row in v.full[rel]
-
-    def origin(self, rel: str, row: ir.Row) -> str | None:
-        return self.shape.origin_of(rel, row) if self.stored(rel, row) else None
-
-    def level(self, rel: str, row: ir.Row) -> int | None:
-        """The round the rebuilt reasoner derives ``rel(row)`` in, as an order (None: not
-        a row of ``rel`` at the revision)."""
-        if rel not in self.derived:
-            return 0 if row in self.view.full[rel] else None
-        if self.stored(rel, row):
-            return 0
-        if row not in self.ctx.F[rel]:
-            return None
-        position, same = self.shape.stratum[rel]
-        return position * STRIDE + (1 if same is None else self.height(rel, row, same))
-
-    def height(self, rel: str, row: ir.Row, same: frozenset[str]) -> int:
-        """The round of a row of a recursive stratum: its least derivation height."""
-        k = self.fails.get((rel, row), 0) + 1
-        while not self.within(rel, row, k, same):
-            k += 1
-        return k
-
-    def within(self, rel: str, row: ir.Row, k: int, same: frozenset[str]) -> bool:
-        """Whether ``rel(row)`` has a derivation at most ``k`` rounds high."""
-        if k <= 0:
-            return False
-        key = (rel, row)
-        up = self.upper.get(key)
-        if up is not None and up <= k:
-            return True
-        if self.fails.get(key, 0) >= k:
-            return False
-        d = self.prover.derivations
-        for rule, binding in d.heads(rel, row):
-            rec = [a for a in rule.body if isinstance(a, ir.Atom) and a.rel in same]
-            for env in d.instances(rule, binding, self.ctx.F, self.ctx.index):
-                # an exit rule's row: the first round; else one above its body's rows
-                if all((k >= 2 and self.stored(a.rel, g)) or self.within(a.rel, g, k - 1, same)
-                       for a in rec for g in (ground(a, env),)):
-                    self.upper[key] = k
-                    return True
-        self.fails[key] = k
-        return False
-
-
-class _Level(Mapping[ir.Row, int]):
-    """One relation's levels (``full[rel]`` of the rebuilt reasoner), computed per row."""
-
-    def __init__(self, proofs: _Proofs, rel: str) -> None:
-        self.proofs, self.rel = proofs, rel
-        self.memo: dict[ir.Row, int | None] = {}
-
-    def __getitem__(self, row: ir.Row) -> int:
-        got = self.memo.get(row, -1)
-        if got == -1:
-            got = self.memo[row] = self.proofs.level(self.rel, row)
-        if got is None:
-            raise KeyError(row)
-        return got
-
-    def __iter__(self) -> Iterator[ir.Row]:  # not read by proofs: the rows are not listed
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-
-class _Levels(Mapping[str, _Level]):
-    def __init__(self, proofs: _Proofs) -> None:
-        self.proofs = proofs
-        self.by: dict[str, _Level] = {}
-
-    def __getitem__(self, rel: str) -> _Level:
-        got = self.by.get(rel)
-        if got is None:
-            if rel not in self.proofs.program.relations:
-                raise KeyError(rel)
-            got = self.by[rel] = _Level(self.proofs, rel)
-        return got
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.proofs.program.relations)
-
-    def __len__(self) -> int:
-        return len(self.proofs.program.relations)
-
-
-class _Context(DemandContext):
-    """The view's reads for one explanation. A lookup of a derived relation on some of its
-    columns is listed in full only when its rows are iterated or counted; whether it has
-    any (the why-not search asks before it chooses a binding, and of a negated literal with
-    anonymous variables) is answered by the first derivation found: the rebuilt reasoner
-    reads that from its materialization, here a full answer would read every version's
-    facts it reaches (every grant of one privilege, an entity each)."""
-
-    derivations: Derivations | None = None
-    past: pointread.PastView | None = None
-
-    def lookup(self, rel: str, cols: tuple[int, ...], key: Key) -> Mapping[ir.Row, Any]:
-        if rel in self.virtual and 0 < len(cols) < self.arity[rel] \
-                and self.derivations is not None:
-            got = self.lookup_of(rel, cols).table.get(key)
-            return _Some(self, rel, cols, key) if got is None else got
-        return super().lookup(rel, cols, key)
-
-    def exists(self, rel: str, cols: tuple[int, ...], key: Key) -> bool:
-        """Whether ``rel`` has a row whose ``cols`` are ``key``: a stored one, or the first
-        rule instance deriving one."""
-        d, past = self.derivations, self.past
-        assert d is not None and past is not None
-        if past.any(rel) and past.index(rel, cols)[key[0] if len(key) == 1 else key]:
-            return True
-        for rule in d.rules.get(rel, ()):
-            env = key_binding(tuple(rule.head.args[c] for c in cols), key)
-            if env is None:
-                continue
-            if next(iter(d.instances(rule, env, self.F, self._first)), None) is not None:
-                return True
-        return False
-
-    def _first(self, rel: str, cols: tuple[int, ...]) -> Any:
-        """``index`` for :meth:`exists`: a stored relation's rows read a page at a time."""
-        past = self.past
-        assert past is not None
-        if rel in self.virtual or rel in past.own or rel in past.scanned \
-                or not hasattr(past.reader, "first"):
-            return self.index(rel, cols)
-        return _Pages(past, rel, cols)
-
-
-class _Some(Mapping[ir.Row, int]):
-    """A lookup's rows, evaluated when listed; ``bool`` asks :meth:`_Context.exists`."""
-
-    def __init__(self, ctx: _Context, rel: str, cols: tuple[int, ...], key: Key) -> None:
-        self.ctx, self.rel, self.cols, self.key = ctx, rel, cols, key
-        self._rows: dict[ir.Row, int] | None = None
-
-    def rows(self) -> dict[ir.Row, int]:
-        if self._rows is None:
-            self._rows = self.ctx.demand(self.rel, self.cols, self.key)
-        return self._rows
-
-    def __bool__(self) -> bool:
-        if self._rows is None:
-            return self.ctx.exists(self.rel, self.cols, self.key)
-        return bool(self._rows)
-
-    def __getitem__(self, row: ir.Row) -> int:
-        return self.rows()[row]
-
-    def __iter__(self) -> Iterator[ir.Row]:
-        return iter(self.rows())
-
-    def __len__(self) -> int:
-        return len(self.rows())
-
-    def keys(self) -> Any:  # itself: ``bool`` of a keys view would count the rows
-        return self
-
-
-class _Pages:
-    """A stored relation's index on ``cols`` whose keys' rows are read a page at a time as
-    they are taken (a point reader's ``first``), the rest read in full (and kept) only when
-    the first page is taken and more are wanted."""
-
-    PAGE = 32
-
-    def __init__(self, past: pointread.PastView, rel: str, cols: tuple[int, ...]) -> None:
-        self.past, self.rel, self.cols = past, rel, cols
-
-    def get(self, k: Any, default: Any = ()) -> Iterator[ir.Row]:
-        index = self.past.index(self.rel, self.cols)
-        got = dict.get(index, k)  # read already
-        if got is not None:
-            return iter(got)
-        return self._rows(index, k)
-
-    def _rows(self, index: Any, k: Any) -> Iterator[ir.Row]:
-        key = (k,) if len(self.cols) == 1 else tuple(k)
-        c = self.past.selective(self.rel, self.cols)
-        bound = {c: key[self.cols.index(c)]}  # the most selective column first
-        bound.update(zip(self.cols, key, strict=True))
-        page, complete = self.past.reader.first(self.rel, bound, self.PAGE)  # type: ignore
-        yield from page
-        if not complete:
-            seen = set(page)
-            yield from (row for row in index[k] if row not in seen)
 
 
 # -- a timeline's explanations: reads shared between its edges ---------------------------------
 
-#: a read of one edge's view: a point read (relation, bound columns and values) or a page
-#: read (the same and its limit), with what it answered (the rows; a page's completeness)
-_Read = tuple[str, tuple[tuple[int, ir.Value], ...], int | None]
+#: the kinds of a read of one edge's view: a point read, a page read (whether some fact
+#: matches: point_proofs.py ``_Pages``), the validity intervals of the facts a point read
+#: matches (a view at a moment: pointread.py ``MomentView``)
+ROWS, PAGE, TIMED = "rows", "page", "timed"
+#: a read: its kind, the relation, the bound columns and values, a page's limit
+_Read = tuple[str, str, tuple[tuple[int, ir.Value], ...], int | None]
+#: an explanation made: its reads with what they answered, the rule files' facts with an
+#: interval holding at its moment (:func:`_policy`), the explanation
+_Made = tuple[dict[_Read, Any], frozenset[tuple[str, ir.Row]] | None, Explanation]
 #: the most recent explanations of a goal a new edge is compared with before it is explained
 CANDIDATES = 16
 #: the fewest edges whose explanations share their reads (timelines.py ``prove``): the
@@ -330,24 +67,35 @@ class Shared:
       facts it matches over the edges' revisions ``[first, last]`` (the journal's timed reader:
       the temporal table's rows with the revisions each was present in), read once for all
       the edges: the rows present at the revision. A page read (whether some fact matches:
-      :class:`_Pages`) is too once those versions are read, else by the edge's own point
-      reader.
+      point_proofs.py ``_Pages``) is too once those versions are read, else by the edge's
+      own point reader.
+    * Where facts have validity intervals (a ``@valid`` row at some revision of the edges, or
+      rule-file facts with one), an edge is explained at its moment (``now``: the commit, or
+      the moment an interval started or ended) over the facts as they stood then
+      (pointread.py ``MomentView``), the intervals of the facts a point read matches read
+      from their versions too: what such a read answered is the facts whose interval holds
+      at the view's moment.
     * An explanation is a function of the program, the goal and what its reads answered (the
       prover and the why-not search take the smallest binding among equals, never the order
       rows come in). Each explanation keeps the reads its view made (:class:`_SharedAt`);
-      an edge whose every such read answers the same at its revision — the point reads from
-      the versions, the page reads read again — has that explanation, as it is, without a
-      view of its own. A relation that changed between the two revisions in a row the
-      explanation read answers differently there, and the edge is explained afresh.
+      an edge whose every such read answers the same at its revision and moment — the point
+      reads from the versions, the intervals' facts holding at the edge's moment, the page
+      reads read again — and at whose moment the same rule-file facts with an interval hold
+      has that explanation, as it is, without a view of its own. A relation that changed
+      between the two edges in a row the explanation read, or a fact it read whose interval
+      holds at one moment and not at the other, answers differently there, and the edge is
+      explained afresh.
     """
 
     def __init__(self, reader: Any, first: int, last: int) -> None:
         self.reader, self.first, self.last = reader, first, last
         self._versions: dict[tuple[str, tuple[tuple[int, ir.Value], ...]], _Versions] = {}
+        self._timed: dict[tuple[str, tuple[tuple[int, ir.Value], ...]], _Versions] = {}
+        self._decoded: dict[ir.Row, tuple[ir.Row, tuple[float, float]]] = {}
+        self._moments: bool | None = None
         self._programs: dict[int, ir.Program] = {}
         #: per (program, goal, why or why-not): the explanations made, each with its reads
-        self.done: dict[tuple[int, str, bool], list[tuple[dict[_Read, Any],
-                                                          Explanation]]] = {}
+        self.done: dict[tuple[int, str, bool], list[_Made]] = {}
         #: explanations made afresh, and taken from another edge (the benchmark prints them)
         self.made = self.reused = 0
 
@@ -357,6 +105,13 @@ class Shared:
         if got is None:
             got = self._programs[revision] = _program(r, revision)
         return got
+
+    def moments(self) -> bool:
+        """Whether some stored fact has a validity interval at a revision of ``[first,
+        last]`` (one indexed read, made once)."""
+        if self._moments is None:
+            self._moments = bool(self.reader.present(VALID, {}, self.first, self.last))
+        return self._moments
 
     def versions(self, rel: str, bound: Mapping[int, ir.Value]) -> _Versions:
         """The facts of ``rel`` matching ``bound`` at some revision of ``[first, last]``,
@@ -368,54 +123,94 @@ class Shared:
             if len(bound) > 1:
                 c, v = k[1][0]
                 rows = {row: spans for row, spans in self.versions(rel, {c: v}).rows.items()
-                        if all(i < len(row) and row[i] == x for i, x in k[1])}
+                        if _matches(row, k[1])}
             else:
                 rows = dict(self.reader.rows(rel, bound, self.first, self.last))
             got = self._versions[k] = _Versions(rows)
         return got
 
+    def timed(self, rel: str, bound: Mapping[int, ir.Value]) -> _Versions:
+        """The validity intervals (``@valid`` rows) of the facts of ``rel`` matching
+        ``bound`` at some revision of ``[first, last]``, each with the revisions it was
+        present in, read as :meth:`versions` reads facts."""
+        k = (rel, tuple(bound.items()))
+        got = self._timed.get(k)
+        if got is None:
+            if len(bound) > 1:
+                c, v = k[1][0]
+                rows = {vrow: spans for vrow, spans in self.timed(rel, {c: v}).rows.items()
+                        if _matches(self._decode(vrow)[0], k[1])}
+            else:
+                rows = dict(self.reader.timed(rel, bound, self.first, self.last))
+            got = self._timed[k] = _Versions(rows)
+        return got
+
+    def _decode(self, vrow: ir.Row) -> tuple[ir.Row, tuple[float, float]]:
+        got = self._decoded.get(vrow)
+        if got is None:
+            _, fact, iv = decode(vrow)
+            got = self._decoded[vrow] = (fact, iv)
+        return got
+
+    def seen(self, vrows: Iterable[ir.Row], now: float) -> frozenset[ir.Row]:
+        """The facts of ``vrows`` (``@valid`` rows) whose interval holds at ``now``."""
+        return frozenset(fact for vrow in vrows
+                         for fact, iv in (self._decode(vrow),) if holds(iv, now))
+
     def has(self, rel: str, bound: Mapping[int, ir.Value]) -> bool:
         return (rel, tuple(bound.items())) in self._versions
 
-    def at(self, point: Any) -> _SharedAt:
-        """``point`` (a point reader of one of the edges' revisions) reading through this."""
-        return _SharedAt(self, point)
+    def at(self, point: Any, now: float | None = None) -> _SharedAt:
+        """``point`` (a point reader of one of the edges' revisions) reading through this,
+        for a view at the moment ``now`` (None: no moment)."""
+        return _SharedAt(self, point, now)
 
-    def explain(self, r: Reasoner, revision: int, goal: str,
-                holds: bool) -> Explanation | None:
-        """``goal`` explained at ``revision`` (``holds``: expected to hold there, a why; else
-        a why-not): an earlier edge's explanation whose reads all answer the same at
-        ``revision``, else :func:`explain` through this (None where it does not apply)."""
+    def explain(self, r: Reasoner, revision: int, goal: str, holds: bool,
+                now: object = None) -> Explanation | None:
+        """``goal`` explained at ``revision`` and the moment ``now`` (the facts' validity
+        intervals read then; None: no moment, where no fact has one) (``holds``: expected
+        to hold there, a why; else a why-not): an earlier edge's explanation whose reads
+        all answer the same at ``revision`` and ``now``, else :func:`explain` through this
+        (None where it does not apply)."""
         program = self.program(r, revision)
+        t = None if now is None else instant(now, "now")
         k = (id(program), goal, holds)
-        made: list[tuple[dict[_Read, Any], Explanation]] = self.done.setdefault(k, [])
+        made: list[_Made] = self.done.setdefault(k, [])
         point: list[Any] = []  # the revision's own point reader, made for a page read
-        for reads, ex in reversed(made[-CANDIDATES:]):
-            if self._same(r, reads, revision, point):
+        policy = _policy(program, t)
+        for reads, was, ex in reversed(made[-CANDIDATES:]):
+            if was == policy and policy is not None \
+                    and self._same(r, reads, revision, t, point):
                 self.reused += 1
-                return ex  # type: ignore[no-any-return]
-        got = view(r, revision, self)
+                return ex
+        got = view(r, revision, self, t)
         if got is None:
             return None
-        got_ex = explain(r, revision, goal, None, self)
+        got_ex = explain(r, revision, goal, None, self, t)
         v = got[1]
         if got_ex is not None and isinstance(v.reader, _SharedAt) and v.reader.shared is self:
             self.made += 1
             with v.lock:  # (another thread's check may read through the kept view)
-                made.append((dict(v.reader.log), got_ex))
+                made.append((dict(v.reader.log), policy, got_ex))
         return got_ex
 
-    def _same(self, r: Reasoner, reads: dict[_Read, Any], revision: int,
+    def _same(self, r: Reasoner, reads: dict[_Read, Any], revision: int, t: float | None,
               point: list[Any]) -> bool:
-        """Whether every read in ``reads`` answers the same at ``revision``: the point reads
-        first (from the versions), the page reads (read again) only if they all do."""
-        pages = []
+        """Whether every read in ``reads`` answers the same at ``revision`` and the moment
+        ``t``: the point reads first (from the versions), then the intervals' facts holding
+        at ``t``, the page reads (read again) only if they all do."""
+        pages, timed = [], []
         for k, (v, was) in reads.items():
-            if v is None:
+            if k[0] == PAGE:
                 pages.append((k, was))
+            elif k[0] == TIMED:
+                timed.append((v, was))
             elif v.at(revision) != was:  # a point read: its answer's number at the revision
                 return False
-        for (rel, bound, limit), was in pages:
+        for v, was in timed:  # the facts whose interval holds at the view's moment
+            if t is None or was is None or self.seen(v.answers[v.at(revision)], t) != was:
+                return False
+        for (_, rel, bound, limit), was in pages:
             b = dict(bound)
             if not point:
                 make = getattr(r.journal, "point_reader", None)
@@ -426,6 +221,22 @@ class Shared:
             if (frozenset(page), complete) != was:
                 return False
         return True
+
+
+def _matches(row: ir.Row, bound: Iterable[tuple[int, ir.Value]]) -> bool:
+    return all(i < len(row) and row[i] == x for i, x in bound)
+
+
+def _policy(program: ir.Program, t: float | None) -> frozenset[tuple[str, ir.Row]] | None:
+    """The rule files' facts with a validity interval holding at ``t`` (None: ``t`` is None
+    and there are some: no view then)."""
+    validity = getattr(program, "validity", None) or {}
+    if not validity:
+        return frozenset()
+    if t is None:
+        return None
+    return frozenset((rel, row) for rel, rows in validity.items()
+                     for row, iv in rows.items() if holds(iv, t))
 
 
 class _Versions:
@@ -486,19 +297,21 @@ class _SharedAt:
     and its answer (``log``). A lookup on several columns is read with all of them bound
     (``narrows``: engine/answer/pointread.py ``_Index``), so that what is kept is what the
     explanation was answered (a grant's object asked for one privilege: that privilege's
-    grants, not every grant on the object)."""
+    grants, not every grant on the object). ``now``: the moment of the view reading through
+    it (a ``MomentView``'s), at which the validity intervals it reads (:meth:`timed`) are
+    seen."""
 
     narrows = True
 
-    def __init__(self, shared: Shared, point: Any) -> None:
-        self.shared, self.point = shared, point
+    def __init__(self, shared: Shared, point: Any, now: float | None = None) -> None:
+        self.shared, self.point, self.now = shared, point, now
         self.revision: int = point.revision
         self.log: dict[_Read, Any] = {}
 
     def rows(self, rel: str, bound: Mapping[int, ir.Value]) -> list[ir.Row]:
         v = self.shared.versions(rel, bound)
         n = v.at(self.revision)
-        self.log[(rel, tuple(bound.items()), None)] = (v, n)
+        self.log[(ROWS, rel, tuple(bound.items()), None)] = (v, n)
         return list(v.answers[n])
 
     def first(self, rel: str, bound: Mapping[int, ir.Value],
@@ -508,8 +321,18 @@ class _SharedAt:
             # once, none in most stores; pointread.py ``usable``)
             return self.rows(rel, bound), True
         page, complete = self.point.first(rel, bound, limit)
-        self.log[(rel, tuple(bound.items()), limit)] = (None, (frozenset(page), complete))
+        self.log[(PAGE, rel, tuple(bound.items()), limit)] = (None, (frozenset(page), complete))
         return page, complete
+
+    def timed(self, rel: str, bound: Mapping[int, ir.Value]) -> list[ir.Row]:
+        """The ``@valid`` rows at the revision of the facts of ``rel`` matching ``bound``
+        (grantlog/store/temporal.py ``PastFacts.timed``), from their versions; kept as the
+        facts whose interval holds at :attr:`now` (what the view takes of them)."""
+        v = self.shared.timed(rel, bound)
+        got = v.answers[v.at(self.revision)]
+        self.log[(TIMED, rel, tuple(bound.items()), None)] = (
+            v, None if self.now is None else self.shared.seen(got, self.now))
+        return list(got)
 
 
 def shared(r: Reasoner, revisions: Iterable[int]) -> Shared | None:
@@ -521,27 +344,41 @@ def shared(r: Reasoner, revisions: Iterable[int]) -> Shared | None:
     return None if reader is None else Shared(reader, revs[0], revs[-1])
 
 
-def view(r: Reasoner, revision: int, shared: Shared | None = None,
+def view(r: Reasoner, revision: int, shared: Shared | None = None, now: object = None,
          ) -> tuple[ir.Program, pointread.PastView] | None:
     """The program in force at ``revision`` and the point-read view of it (kept with the
     views of as-of checks: engine/answer/history.py), or None where point reads do not
-    apply there (no point reader for it, facts with validity intervals). ``shared``: a new
-    view reads through it (:class:`Shared`)."""
+    apply there (no point reader for it; facts with validity intervals and no ``now``).
+    ``now``: the moment the facts' validity intervals are read at, where some fact has one
+    (the view is then of the facts as they stood at ``now``: pointread.py ``MomentView``,
+    kept for that moment only). ``shared``: a new view reads through it (:class:`Shared`;
+    where facts over its edges have intervals, every view with a moment is one at that
+    moment, so that what each explanation saw of them is kept with it)."""
     journal = r.journal
     if journal is None:
         return None
     program = _program(r, revision) if shared is None else shared.program(r, revision)
+    t = None if now is None else instant(now, "now")
     key = ("points", revision, program.digest)
     got = history._kept.get(r, key)
-    if got is None or not got.fits(None):  # (not a check's view at a moment: validity.py)
+    if got is None or not got.fits(t):  # (a view of another moment: not this one's)
         make = getattr(journal, "point_reader", None)
         reader = None if make is None else make(revision)
-        if reader is not None and shared is not None:
-            reader = shared.at(reader)
-        if reader is None or not pointread.usable(program, reader):
+        if reader is None:
             return None
+        at = False  # a view at the moment ``t``
+        if shared is not None:
+            reader = shared.at(reader, t)
+            at = t is not None and (bool(program.validity) or shared.moments())
+        if not at and not pointread.usable(program, reader):
+            at = t is not None
+            if not at:
+                return None
+        if at and getattr(reader, "timed", None) is None:
+            return None  # (intervals not read by points)
         pointread.planned(r, program)  # planned once, by the live reasoner's statistics
-        got = pointread.PastView(program, reader)
+        got = pointread.MomentView(program, reader, t) if at and t is not None \
+            else pointread.PastView(program, reader)
         history._kept.put(r, key, got)
     assert isinstance(got, pointread.PastView)
     return program, got
@@ -554,26 +391,15 @@ def _program(r: Reasoner, revision: int) -> ir.Program:
 
 
 def explain(r: Reasoner, revision: int, goal: str, limits: Limits | None = None,
-            shared: Shared | None = None) -> Explanation | None:
+            shared: Shared | None = None, now: object = None) -> Explanation | None:
     """``r.explain(goal, limits, at_revision=revision)`` by point reads (see the module
-    docstring); None where they do not apply (:func:`explain_at` asks the rebuilt
-    reasoner then). ``shared``: the reads of a timeline's other edges (:class:`Shared`)."""
-    got = view(r, revision, shared)
-    if got is None:
-        return None
-    program, v = got
-    shape = _shape(program)
-    if shape.mixed:
-        return None
-    g = shape.goals[arguments.goal(goal, limits=(limits, Limits))]
-    with v.lock:
-        ctx = _Context(v.program, v.plans, v.full, v.index, v.memo)
-        proofs = _Proofs(program, shape, v, ctx)
-        ctx.derivations, ctx.past = proofs.prover.derivations, v
-        try:
-            return explain_goal(goal, g.rule, g.names, ctx, proofs.prover, limits)
-        except RecursionError:
-            return None  # the rebuilt reasoner's answer (or its diagnostic)
+    docstring), the facts' validity intervals read at the moment ``now`` (as the reasoner
+    of that revision moved to ``now`` answers, ``validity.at``; with no ``now`` where some
+    fact has one: None); None where they do not apply (:func:`explain_at` asks the
+    rebuilt reasoner then). ``shared``: the reads of a timeline's other edges
+    (:class:`Shared`)."""
+    got = view(r, revision, shared, now)
+    return None if got is None else point_proofs.explain_in(*got, goal, limits)
 
 
 def explain_at(r: Reasoner, revision: int, goal: str,

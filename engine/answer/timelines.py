@@ -80,16 +80,17 @@ def _at(r: Reasoner, edge: Edge) -> Reasoner:
 
 def _explain(r: Reasoner, edge: Edge, goal: str, shared: timed_proofs.Shared | None = None,
              holds: bool = True) -> Explanation:
-    """``goal`` explained at ``edge``: by point reads at its revision
-    (engine/answer/timed_proofs.py: no reasoner of it built; ``shared``: the reads of the
-    timeline's other edges, ``holds``: a why expected, else a why-not) where they apply and
-    no reasoner of it is kept, else by the reasoner of the edge (:func:`_at`)."""
+    """``goal`` explained at ``edge``: by point reads at its revision, the facts' validity
+    intervals read at its moment (engine/answer/timed_proofs.py: no reasoner of it built;
+    ``shared``: the reads of the timeline's other edges, ``holds``: a why expected, else a
+    why-not) where they apply and no reasoner of it is kept, else by the reasoner of the
+    edge (:func:`_at`)."""
     if kept(r, edge.revision) is not None:
         got = None
     elif shared is not None:
-        got = shared.explain(r, edge.revision, goal, holds)
+        got = shared.explain(r, edge.revision, goal, holds, edge.committed_at)
     else:
-        got = timed_proofs.explain(r, edge.revision, goal)
+        got = timed_proofs.explain(r, edge.revision, goal, now=edge.committed_at)
     return _at(r, edge).explain(goal) if got is None else got
 
 

@@ -19,7 +19,7 @@ from grantlog.grammar.diagnostics import GrantlogError, Span, error
 
 from ..core import ir
 from ..core.facts import Facts
-from ..core.journal import Entry, Journal
+from ..core.journal import Entry, Journal, JournalReader, compacted
 from ..core.results import Delta
 
 #: more pending transactions than this are applied as one net change
@@ -184,3 +184,48 @@ def wait(r: Any, revision: int, timeout: float) -> int:
                 "the revision may not exist yet, or this reasoner cannot reach its store")])
         time.sleep(min(pause, left))
         pause = min(pause * 2, 0.02)
+
+
+def sync(r: Any) -> int:
+    """Reasoner ``r`` (reasoner.py) brought to its journal's head: the transactions other
+    writers committed since its revision, read outside its lock, applied under it (a
+    reasoner further behind than the log reloads from the snapshot). Returns the revision."""
+    j: Journaled | None = r._journaled
+    if j is None:
+        return int(r.revision)
+    have = r.revision
+    try:
+        entries = j.journal.since(have)
+    except GrantlogError as exc:
+        if not compacted(exc):
+            raise
+        rev, rows = j.journal.snapshot()
+        with r._lock:
+            if r.revision == have:
+                r._apply(*j.reload(rows), r._watch, rev)
+        return int(r.revision)
+    if entries:
+        with r._lock:
+            follow(r, j, entries)
+    return int(r.revision)
+
+
+def catch_up(r: Any, j: Journaled, reader: JournalReader) -> None:
+    """Under ``r``'s lock: apply what other writers committed since its revision, as
+    ``reader`` has it (a reasoner further behind than its log reloads)."""
+    try:
+        entries = reader.since(r.revision)
+    except GrantlogError as exc:
+        if not compacted(exc):
+            raise
+        rev, rows = reader.snapshot()
+        r._apply(*j.reload(rows), r._watch, rev)
+        return
+    follow(r, j, entries)
+
+
+def follow(r: Any, j: Journaled, entries: Sequence[Entry]) -> None:
+    """Apply other writers' transactions after ``r``'s revision, one revision at a time
+    (many at once as one net change, unless listeners want each)."""
+    for e in pending(entries, r.revision, merge=not r.listeners):
+        r._apply(*j.follow(e), r._watch, e.revision)

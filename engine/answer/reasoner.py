@@ -19,7 +19,7 @@ from ..core import arguments, ir, progress
 from ..core.facts import Facts, RowSpans
 from ..core.hierarchy_roles import hierarchy_roles
 from ..core.index import SortedRows
-from ..core.journal import VALID, Entry, Journal, JournalReader, Meta, compacted
+from ..core.journal import VALID, Journal, JournalReader, Meta
 from ..core.results import (
     Answers,
     Change,
@@ -43,7 +43,7 @@ from .conditions import Cond
 from .decide import Decider, decision_relation
 from .explain import Explanation, Limits, Prover, explain_goal
 from .hierarchy import Hierarchy
-from .journaled import Journaled, pending, wait
+from .journaled import Journaled, catch_up, sync, wait
 from .query import Goals
 from .residual import Residual, RowFilter
 
@@ -240,7 +240,7 @@ class Reasoner(Writes):
 
         def change(locked: JournalReader) -> tuple[Delta, Delta]:
             if locked.head() != self.revision:
-                self._catch_up_from(j, locked)
+                catch_up(self, j, locked)
             if if_revision is not None and if_revision != self.revision:
                 raise RevisionConflict(if_revision, self.revision)
             mem_ins, mem_dels, ins, dels = j.split(self._clock.expand(tx))
@@ -325,44 +325,8 @@ class Reasoner(Writes):
         """Apply every transaction other writers committed to the journal since this
         reasoner's revision (what a follower does when woken; without a journal there is
         nothing to read); returns the revision reached. The journal is read outside the
-        reasoner's lock: reads go on meanwhile."""
-        j = self._journaled
-        if j is None:
-            return self.revision
-        have = self.revision
-        try:
-            entries = j.journal.since(have)
-        except GrantlogError as exc:
-            if not compacted(exc):
-                raise
-            rev, rows = j.journal.snapshot()
-            with self._lock:
-                if self.revision == have:
-                    self._apply(*j.reload(rows), self._watch, rev)
-            return self.revision
-        if entries:
-            with self._lock:
-                self._follow(j, entries)
-        return self.revision
-
-    def _catch_up_from(self, j: Journaled, reader: JournalReader) -> None:
-        """Under the lock: apply what other writers committed since this revision, as
-        ``reader`` has it (a reasoner further behind than its log reloads)."""
-        try:
-            entries = reader.since(self.revision)
-        except GrantlogError as exc:
-            if not compacted(exc):
-                raise
-            rev, rows = reader.snapshot()
-            self._apply(*j.reload(rows), self._watch, rev)
-            return
-        self._follow(j, entries)
-
-    def _follow(self, j: Journaled, entries: Sequence[Entry]) -> None:
-        """Apply other writers' transactions after this revision, one revision at a time
-        (many at once as one net change, unless listeners want each)."""
-        for e in pending(entries, self.revision, merge=not self.listeners):
-            self._apply(*j.follow(e), self._watch, e.revision)
+        reasoner's lock: reads go on meanwhile (journaled.py :func:`~.journaled.sync`)."""
+        return sync(self)
 
     def close(self) -> None:
         """Release the journal (a reasoner without one holds nothing to release)."""

@@ -661,7 +661,7 @@ def run(
     Spark; the CLI's default is ``local.DRIVER_ROWS``).
 
     ``symmetry``: run on one representative per class of interchangeable input values, then
-    expand (symmetry.py: sound classes only, no reasons); None: on inputs of ≥ 1 MiB."""
+    expand them, reasons too (symmetry.py; sound classes only); None: on inputs of ≥ 1 MiB."""
     if closure not in ("auto", "doubling", "graphframes", "semi-naive"):
         raise ValueError(f"unknown closure strategy {closure!r}")
     arguments.integer("local_rows", local_rows, minimum=0)

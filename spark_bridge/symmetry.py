@@ -44,8 +44,16 @@ negation over representatives meaning the same in both gives the converse. Sever
 several classes of one shape, are collapsed one class after another: a class stays a class
 after another is collapsed (its rows are removed together), and its shape only shrinks.
 
-**Reasons** (``with_reasons``): the rewrite is off. A member's reason is its representative's
-with the value substituted (the same automorphism), but the reason row is text; not done.
+**Reasons** (``with_reasons``): a member's decision row gets its representative's reason with
+the member put in (the same automorphism maps the derivation), and reasons.py then follows that
+premise down to its grant on the expanded relations, as without the rewrite. So that the reason
+is the one the run without the rewrite picks (the least of a row's premises by their text, of
+the least height), the analysis also refuses a shape when the premise a reason reports (the
+decision relation's rules, :func:`premises`) holds a member in a variable its head does not
+have: every premise a row's derivations report then names only the row's own members, in the
+same arguments, so renaming them keeps the premises' order. The premise row is text; it is
+rebuilt one argument at a time (:func:`expand_reasons`: a head variable's argument from the
+member's row, the others read by the fact syntax's grammar), never by replacing a substring.
 
 **On Spark** (:func:`collapse`): each input cell ``(value, row with the value blanked, the row
 abstracted)`` is grouped by value (one shuffle: the signature is a hash of the sorted blanked
@@ -68,6 +76,7 @@ from grantlog.engine.core import ir
 from grantlog.grammar.diagnostics import plural
 
 from . import encoding
+from .reasons import reason_literal
 
 #: inputs smaller than this (Spark's estimate, bytes) are run as they are with ``symmetry=None``
 MIN_BYTES = 1 << 20
@@ -159,9 +168,11 @@ def _members(terms: tuple[ir.Term, ...], b: Mapping[str, object]) -> set[str]:
     return {t.name for t in terms if isinstance(t, ir.Var) and b.get(t.name) is M}
 
 
-def _instance(rule: ir.Rule, b: dict[str, object]) -> tuple[str | None, Abstract | None]:
+def _instance(rule: ir.Rule, b: dict[str, object], premise: int | None = None
+              ) -> tuple[str | None, Abstract | None]:
     """(why the rule instance ``b`` is refused, the head's abstract row) after the rule's
-    comparisons (``=`` binds or unifies) and negations"""
+    comparisons (``=`` binds or unifies) and negations; ``premise``: the index of the body atom
+    a reason reports (reasons.py), which may hold a member only in a head variable"""
     cmps = [lit for lit in rule.body if isinstance(lit, ir.Cmp)]
     for lit in [c for c in cmps if c.op == "="] * 2:  # twice: a chain of assignments
         left, right = lit.left, lit.right
@@ -185,13 +196,20 @@ def _instance(rule: ir.Rule, b: dict[str, object]) -> tuple[str | None, Abstract
             return f"`{neg}` names two members", None
     if len(_members(rule.head.args, b)) >= 2:
         return f"the head `{rule.head}` names two members", None
+    why = rule.body[premise] if premise is not None else None
+    if isinstance(why, ir.Atom) and _members(why.args, b) - {
+            t.name for t in rule.head.args if isinstance(t, ir.Var)}:
+        return f"its reason `{why}` names a member its head does not", None
     row = tuple(_value(t, b) for t in rule.head.args)
     return None, row if any(x is M for x in row) else None
 
 
-def analyse(program: ir.Program, shape: Mapping[str, set[Abstract]]) -> Verdict:
+def analyse(program: ir.Program, shape: Mapping[str, set[Abstract]],
+            premises: Mapping[str, int] | None = None) -> Verdict:
     """The abstract run of ``program`` from a class's ``shape`` (relation -> abstract rows:
-    ``M``, ``TOP`` or a constant per column): refused or not, and the reach (module doc)."""
+    ``M``, ``TOP`` or a constant per column): refused or not, and the reach (module doc).
+    ``premises``: with reasons, rule name -> the index of its reason's body atom (the
+    decision relation's rules), checked by :func:`_instance`."""
     facts: dict[str, set[Abstract]] = {rel: set(rows) for rel, rows in shape.items()}
     changed = True
     while changed:
@@ -201,7 +219,7 @@ def analyse(program: ir.Program, shape: Mapping[str, set[Abstract]]) -> Verdict:
             # atoms of relations with M facts first: the others only pass bindings on
             atoms.sort(key=lambda a: a.rel not in facts)
             for b in list(_match(atoms, facts, {}, False)):
-                why, row = _instance(rule, b)
+                why, row = _instance(rule, b, (premises or {}).get(rule.name))
                 if why is not None:
                     return Verdict(f"rule `{rule.name}`: {why}", facts)
                 if row is not None and row not in facts.setdefault(rule.head.rel, set()):
@@ -258,14 +276,14 @@ def input_bytes(inputs: Mapping[str, Any]) -> int:
     return total
 
 
-def _sound(program: ir.Program, shapes: list[Any], progress: Callable[[str], None]
-           ) -> tuple[list[str], dict[str, set[int]]]:
+def _sound(program: ir.Program, shapes: list[Any], progress: Callable[[str], None],
+           premises: Mapping[str, int] | None = None) -> tuple[list[str], dict[str, set[int]]]:
     """the shapes (ids) the analysis keeps, and the columns their members reach"""
     sound: list[str] = []
     columns: dict[str, set[int]] = {}
     refused = []
     for s in shapes:
-        verdict = analyse(program, _parse_shape([list(r) for r in s["shape"]]))
+        verdict = analyse(program, _parse_shape([list(r) for r in s["shape"]]), premises)
         if verdict.refused:
             what = (f"{plural(s['classes'], 'class', 'classes')} of {s['members']:,} values "
                     f"shaped {', '.join(sorted('|'.join(r) for r in s['shape']))}"
@@ -325,7 +343,7 @@ def collapse(run: Any, progress: Callable[[str], None]) -> Collapse | None:
                   .agg(F.first("shape").alias("shape"), F.count(F.lit(1)).alias("classes"),
                        F.sum("n").alias("members"))
                   .orderBy(F.desc("members")).limit(MAX_SHAPES).collect())
-        sound, columns = _sound(program, shapes, progress)
+        sound, columns = _sound(program, shapes, progress, premises(run))
         if not sound:
             return None
         kept = classes.filter(F.col("sh").isin(sound))
@@ -372,13 +390,66 @@ def expand(c: Collapse, df: Any, cols: set[int]) -> Any:
     return df.select(*names)
 
 
+def premises_of(program: ir.Program, decision: str | None = None,
+                seeds: frozenset[str] = frozenset(), display: Mapping[str, str] | None = None
+                ) -> dict[str, int]:
+    """each rule of the decision relation (by name) -> the index of its reason's body atom"""
+    out = {}
+    for rule in program.rules_for(program.decision if decision is None else decision):
+        i = reason_literal(program, rule, seeds, display)
+        if i is not None:
+            out[rule.name] = i
+    return out
+
+
+def premises(run: Any) -> dict[str, int] | None:
+    """with reasons, :func:`premises_of` ``run``'s decision relation (evaluator.py ``_Run``)"""
+    if not run.with_reasons:
+        return None
+    return premises_of(run.program, run.decision, run.seeds, run.display)
+
+
+#: one argument of a reason row (encoding.shown_col: an integer, a lowercase identifier, or a
+#: double-quoted string whose backslashes all start an escape), possessive: no backtracking
+ARG = r'(?:-?[0-9]++|[a-z][A-Za-z0-9_]*+|"[^"\\]*+(?:\\.[^"\\]*+)*+")'
+
+
+def expand_reasons(c: Collapse, r: Any, df: Any, cols: set[int]) -> Any:
+    """The decision rows with their reasons (``df``: internal columns and REASON_COLUMNS, over
+    representatives) expanded like the rows (:func:`expand`); a member's ``reason_row`` is its
+    representative's with each argument that is a head variable of the rule (the only ones
+    that may hold a member: :func:`_instance`) rebuilt from the member's row, the others
+    kept as they are, read one argument at a time (:data:`ARG`), never by substring."""
+    F = r.F
+    out = expand(c, df, cols)
+    row = F.col("reason_row")
+    for rule in r.program.rules_for(r.decision):
+        i = r.reason_literal(rule)
+        lit = rule.body[i] if i is not None else None
+        if not isinstance(lit, ir.Atom):
+            continue
+        heads = {t.name: j for j, t in enumerate(rule.head.args)
+                 if isinstance(t, ir.Var) and j in cols}
+        if not any(isinstance(t, ir.Var) and t.name in heads for t in lit.args):
+            continue
+        name = r.display.get(lit.rel, lit.rel)
+        args = [encoding.shown_col(F.col(f"c{heads[t.name]}"))
+                if isinstance(t, ir.Var) and t.name in heads else
+                F.regexp_extract(F.col("reason_row"), rf"^[^(]*\((?:{ARG}, ){{{k}}}({ARG})", 1)
+                for k, t in enumerate(lit.args)]
+        rebuilt = F.concat(F.lit(name + "("), F.concat_ws(", ", *args), F.lit(")"))
+        row = F.when(F.col("rule") == rule.name, rebuilt).otherwise(row)
+    return out.withColumn("reason_row", row)
+
+
 def run(r: Any, use: bool | None) -> Collapse | None:
     """``r.run()`` (evaluator.py ``_Run``), over one representative per sound class when
     ``use`` (None: when the inputs are large, :data:`MIN_BYTES`); every relation a member
-    reaches is then expanded (lazily). Off with reasons (module doc)."""
+    reaches is then expanded (lazily), and with reasons the decision relation's reasons
+    (:func:`expand_reasons`), before reasons.py follows their premises on the expanded
+    relations."""
     c = None
-    if use is not False and not r.with_reasons and r.inputs and (
-            use or input_bytes(r.inputs) >= MIN_BYTES):
+    if use is not False and r.inputs and (use or input_bytes(r.inputs) >= MIN_BYTES):
         c = collapse(r, r.progress)
     r.run()
     if c is not None:
@@ -386,4 +457,8 @@ def run(r: Any, use: bool | None) -> Collapse | None:
         for rel, cols in c.columns.items():
             if rel in r.full and rel in r.program.relations:
                 r.full[rel] = expand(c, r.full[rel], cols)
+                r.sizes.pop(rel, None)  # larger now: never broadcast by its old count
+        decided = c.columns.get(r.decision)
+        if r.reasons is not None and decided:
+            r.reasons = expand_reasons(c, r, r.reasons, decided)
     return c

@@ -5,18 +5,22 @@ The analysis on IR from small rule texts (what it keeps, what it refuses: two me
 head or a negation, `!=` between siblings, an order comparison); on Spark, the shipped
 Gravitino model's example world (plus bare tables, so that classes exist) against the in-memory
 engine, generated worlds of a small hierarchy program (hypothesis, few examples), a refused
-program and a constant that must not be collapsed. All on the shared Spark session
-(tests/conftest.py).
+program and a constant that must not be collapsed. With reasons: the same rows and reasons as
+without the rewrite (Gravitino, slow; classes whose representatives' names are prefixes of
+other values, and inside a quoted one), and a premise naming a member its head does not
+refused. All on the shared Spark session (tests/conftest.py).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import within
 from grantlog.spark_bridge import symmetry as sym
+from grantlog.spark_bridge.encoding import show
 from grantlog.spark_bridge.symmetry import TOP, M, analyse, constants
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -95,15 +99,15 @@ def _in_memory(program: grantlog.Program, facts: dict[str, set[tuple[Any, ...]]]
 def _run(spark: Any, program: grantlog.Program, facts: dict[str, set[tuple[Any, ...]]],
          **kw: Any) -> Any:
     # the strata on the driver (local.py), the collapse and the expansion on Spark
-    return within(120, lambda: sb.run(program, spark, _frames(spark, program, facts),
-                                      symmetry=True, driver_rows=10_000, **kw))
+    kw = {"symmetry": True, "driver_rows": 10_000, **kw}
+    return within(120, lambda: sb.run(program, spark, _frames(spark, program, facts), **kw))
 
 
 def _summary(res: Any) -> str | None:
     return next((p for p in res.plans if p.startswith("symmetry:")), None)
 
 
-def test_gravitino_example_world_with_bare_tables(spark: Any) -> None:
+def _gravitino() -> tuple[grantlog.Program, dict[str, set[tuple[Any, ...]]]]:
     rules = grantlog.compile(paths=[str(RULES)])
     world = grantlog.compile(paths=[str(RULES), str(FACTS)])
     facts: dict[str, set[tuple[Any, ...]]] = {}
@@ -114,6 +118,11 @@ def test_gravitino_example_world_with_bare_tables(spark: Any) -> None:
         for schema in ("m1.lakehouse.sales", "m1.lakehouse.finance"):
             facts["entity"].add((f"{schema}.bare{i}", "table"))
             facts["contains"].add((schema, f"{schema}.bare{i}"))
+    return rules, facts
+
+
+def test_gravitino_example_world_with_bare_tables(spark: Any) -> None:
+    rules, facts = _gravitino()
     res = _run(spark, rules, facts, goal="allowed(U, load_table, T)")
     got = {tuple(r) for r in res.relations["allowed"].collect()}
     expected = {r for r in _in_memory(rules, facts).rows("allowed") if r[1] == "load_table"}
@@ -162,12 +171,63 @@ def test_refused_program_and_a_constant_member_keep_their_answers(spark: Any) ->
         assert {tuple(r) for r in res.relations[rel].collect()} == set(mem.rows(rel)), rel
 
 
-def test_off_by_default_on_small_inputs_and_with_reasons(spark: Any) -> None:
+def _rows(res: Any, rel: str) -> list[tuple[Any, ...]]:
+    return sorted((tuple(r) for r in res.relations[rel].collect()), key=repr)
+
+
+@pytest.mark.slow  # two runs with reasons: ≈ 55 s wall at load 5 (the fast one: below)
+def test_gravitino_with_reasons_the_same_rows_and_reasons_as_without(spark: Any) -> None:
+    rules, facts = _gravitino()
+    goal = "allowed(U, load_table, T)"
+    on = _run(spark, rules, facts, goal=goal, with_reasons=True)
+    off = _run(spark, rules, facts, goal=goal, with_reasons=True, symmetry=False)
+    assert (summary := _summary(on)) is not None and "run for" in summary, on.plans
+    assert _summary(off) is None
+    got = _rows(on, "allowed")
+    assert got == _rows(off, "allowed")
+    assert any("bare" in r[2] and r[5] for r in got)  # members, with their reasons
+
+
+def test_reasons_of_members_name_the_member_and_nothing_else(spark: Any) -> None:
+    # {t1, t2} and {t10, t11} are classes (representatives t1, t10): a reason over t1 and t10
+    # becomes one over t2 and t11, and `t1` inside `t10` or inside the quoted note stays
+    program = grantlog.compile("rel link(o: string, p: string, note: string).\n"
+                               "allowed(X, read, P) :- link(X, P, N).\n"
+                               "allowed(X, see, P) :- link(P, X, N).\n")
+    note = "x, t1, t1)"
+    facts: dict[str, set[tuple[Any, ...]]] = {"link": {
+        (x, p, note) for x in ("t1", "t2") for p in ("t10", "t11")}}
+    on = _run(spark, program, facts, with_reasons=True)
+    off = _run(spark, program, facts, with_reasons=True, symmetry=False)
+    assert (summary := _summary(on)) is not None and "2 classes of 4 values" in summary, summary
+    got = _rows(on, "allowed")
+    assert got == _rows(off, "allowed")
+    reasons = {r[:3]: r[4:] for r in got}
+    assert reasons["t2", "read", "t11"] == ("link", 'link(t2, t11, "x, t1, t1)")'), got
+    assert reasons["t11", "see", "t2"] == ("link", 'link(t2, t11, "x, t1, t1)")'), got
+    assert len(got) == 8
+
+
+def test_with_reasons_a_premise_naming_another_member_is_refused(spark: Any) -> None:
+    # the reason of `allowed(P, has, child)` names a child the row does not: the least child
+    # by its text would differ from the representative's, so leaves are not collapsed
+    program = grantlog.compile(TREE + "allowed(P, has, child) :- c(P, X).\n")
+    assert analyse(program, LEAF).refused is None
+    why = analyse(program, LEAF, sym.premises_of(program)).refused
+    assert why is not None and "names a member its head does not" in why, why
+    facts = _world([(0, 0), (1, 0), (2, 0)], [], [(0, 0)])
+    on = _run(spark, program, facts, with_reasons=True)
+    assert _summary(on) is None
+    assert _rows(on, "allowed") == _rows(
+        _run(spark, program, facts, with_reasons=True, symmetry=False), "allowed")
+
+
+def test_off_by_default_on_small_inputs(spark: Any) -> None:
     program = grantlog.compile(TREE + "allowed(U, read, X) :- ok(U, X).\n")
     facts = _world([(0, 0), (1, 0), (2, 0)], [], [(0, 0)])
     inputs = _frames(spark, program, facts)
     assert sym.input_bytes(inputs) < sym.MIN_BYTES  # `symmetry=None` leaves these alone
-    res = sb.run(program, spark, inputs, symmetry=True, with_reasons=True)
+    res = sb.run(program, spark, inputs, with_reasons=True)
     assert _summary(res) is None
     assert len(res.relations["allowed"].collect()) == 3
 
@@ -181,3 +241,14 @@ def test_values_holding_separators_keep_their_own_signatures(spark: Any) -> None
     res = _run(spark, program, facts)
     assert _summary(res) is None
     assert {tuple(r) for r in res.relations["hit"].collect()} == {("v2",)}
+
+
+def test_reason_arguments_are_read_by_the_fact_syntax() -> None:
+    # the pattern expand_reasons reads a premise's k-th argument with (Java's regex on Spark;
+    # the same syntax here), over every form shown_col writes
+    values: list[Any] = [0, -12, 7, "t1", "t10", "a, b", 'q"t)', "x\\y", "n\nl\t", "not", "Up",
+                         "", ")", "t1, t10", "\\"]
+    row = "link(" + ", ".join(show(v) for v in values) + ")"
+    for k, v in enumerate(values):
+        m = re.match(rf"^[^(]*\((?:{sym.ARG}, ){{{k}}}({sym.ARG})", row)
+        assert m is not None and m.group(1) == show(v), (k, v)

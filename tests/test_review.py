@@ -148,8 +148,11 @@ def test_the_formats(sqlite_world: Any, tmp_path: Path,
                   x[1] == "load_table")
     assert ledger[3:5] == ["gained", "2"] and ledger[6:9] == ["sam", "finance dashboards",
                                                               "CHG-7"]
+    assert {x[10] for x in rows[1:] if x[3] != "lost"} == {rv.policies["now"]}  # (policy)
     page = to_html(rv)
     assert page.startswith("<!doctype html>") and "<svg" in page and "<style>" in page
+    assert f"Policies: now (the current entries and their paths): <code>" \
+        f"{rv.policies['now']}</code>" in page
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in page and "<script" not in page
     out = tmp_path / "alice.csv"

@@ -26,7 +26,7 @@ binding among equals, never the order rows come in.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..core import arguments, ir
@@ -315,4 +315,34 @@ def explain_in(program: ir.Program, v: pointread.PastView, goal: str,
             return None  # the rebuilt reasoner's answer (or its diagnostic)
 
 
-__all__ = ["explain_in"]
+def explain_each(program: ir.Program, v: pointread.PastView, goals: Sequence[str],
+                 why_not: bool = True) -> list[Explanation | None] | None:
+    """:func:`explain_in` of each of ``goals`` over the view ``v``, with one prover (and one
+    context) for all of them: a proof depends only on its row (the lowest instance, the
+    smallest binding; a recursive row's level on its least height), so a premise's proof
+    kept from an earlier goal is the one a fresh explanation would give. ``why_not``: a
+    goal with no answer gets its why-not tree (else none). None where this prover does not
+    apply (a stratum mixing materialized and on-demand relations); a goal whose recursion
+    is too deep for it is None, and the goals after it get a fresh prover."""
+    shape = _shape(program)
+    if shape.mixed:
+        return None
+    out: list[Explanation | None] = []
+    with v.lock:
+        proofs: _Proofs | None = None
+        for goal in goals:
+            g = shape.goals[arguments.goal(goal, limits=(None, Limits))]
+            if proofs is None:
+                ctx = _Context(v.program, v.plans, v.full, v.index, v.memo)
+                proofs = _Proofs(program, shape, v, ctx)
+                ctx.derivations, ctx.past = proofs.prover.derivations, v
+            try:
+                out.append(explain_goal(goal, g.rule, g.names, proofs.ctx, proofs.prover,
+                                        why_not=why_not))
+            except RecursionError:
+                out.append(None)  # (the rebuilt reasoner's answer)
+                proofs = None
+    return out
+
+
+__all__ = ["explain_each", "explain_in"]

@@ -12,7 +12,8 @@ role's too (:func:`role_timeline`: its holders' rows over the period, then their
 with validity intervals on the axis of commits and moments, whether a change went through the
 role read at its moment); anything else replays the log (``keyed``). A
 path at a past revision (an entry lost since) is explained by point reads at that revision
-(engine/answer/timed_proofs.py), not by a reasoner rebuilt for it, just before the loss
+(engine/answer/timed_proofs.py; the paths at one revision and moment over one view with one
+prover: :func:`past_paths`), not by a reasoner rebuilt for it, just before the loss
 (``timed.before``: at a validity edge, the revision in force a moment before it, the facts'
 intervals read then). A role is read from the model's
 structure: its holding relations are the binary relations with a column named ``role`` (the
@@ -169,6 +170,12 @@ def _path(r: Reasoner, key: Key, at: int | None = None,
         assert journal is not None
         program = journal.policy_at(at) or r.program
         ex = timed.explain_at(r, at, ir.show_atom(program.decision, key), then)
+    return path_facts(program, ex)
+
+
+def path_facts(program: ir.Program, ex: Any) -> tuple[list[str], set[ir.Value]]:
+    """The base facts of an explanation's proof (none where it does not hold), less the
+    hierarchy's, and the values they name."""
     tree = hierarchy_roles(program).stored  # where the objects sit: not a grant
     facts: dict[str, None] = {}
     values: set[ir.Value] = set()
@@ -179,6 +186,30 @@ def _path(r: Reasoner, key: Key, at: int | None = None,
                 if n.rel not in tree:
                     facts[n.text] = None
     return sorted(facts), values
+
+
+#: :func:`_path` at past revisions: per (revision, moment), per key
+_Past = dict[tuple[int, float | None], dict[Key, tuple[list[str], set[ir.Value]]]]
+
+
+def past_paths(r: Reasoner, want: dict[tuple[int, float | None], set[Key]],
+                done: _Past) -> _Past:
+    """:func:`_path` ``(r, key, at, then)`` of each key of ``want[(at, then)]`` not in
+    ``done`` yet (added to it, which is returned): the keys of one revision and moment in
+    order, :data:`PROVED_TOGETHER` at a time over one view with one prover
+    (timed.py ``explain_each_at``), not a view and a prover each."""
+    journal = r.journal
+    assert journal is not None or not want
+    for (at, then), keys in sorted(want.items(), key=lambda w: (w[0][0], w[0][1] or 0.0)):
+        got = done.setdefault((at, then), {})
+        todo = sorted(keys - got.keys(), key=ir.row_key)
+        program = journal.policy_at(at) or r.program
+        for i in range(0, len(todo), PROVED_TOGETHER):
+            part = todo[i:i + PROVED_TOGETHER]
+            goals = [ir.show_atom(program.decision, k) for k in part]
+            for k, ex in zip(part, timed.explain_each_at(r, at, goals, then), strict=True):
+                got[k] = path_facts(program, ex)
+    return done
 
 
 #: the entries proven with one prover (its proofs of shared premises kept between them)
@@ -311,6 +342,7 @@ def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
     events: dict[Key, list[Event]] = {}
     before: set[Key] = set()
     first: int | None = None
+    past: _Past = {}
     if since is not None:
         who = set(holders)
 
@@ -339,23 +371,43 @@ def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
         # held at ``since`` (``at(first)`` would also count one lost, or gained, where time
         # passed a validity bound at that revision)
         before = {k for k, ivs in timeline.intervals.items() if ivs and ivs[0].held_before}
-        for c in timeline.changes():
-            if kind == "role":  # through the role: its proof names it then (validity
-                # intervals read at that moment: just after a gain, just before a loss)
-                at, then = (c.edge.revision, c.edge.committed_at) if c.gained \
-                    else timed.before(c.edge)
-                if at < 0 or of not in _path(r, c.key, at, then)[1]:
-                    continue
+        changes = timeline.changes()
+        # through the role: its proof names it then (validity intervals read at that
+        # moment: just after a gain, just before a loss), the paths at one revision and
+        # moment proven together (:func:`past_paths`)
+        moments = [((c.edge.revision, c.edge.committed_at) if c.gained
+                    else timed.before(c.edge)) if kind == "role" else (0, None)
+                   for c in changes]
+        at_first = next((i.start.committed_at for ivs in timeline.intervals.values()
+                         for i in ivs[:1] if i.held_before), None)  # first's moment
+        want: dict[tuple[int, float | None], set[Key]] = {}
+        if kind == "role":
+            for c, m in zip(changes, moments, strict=True):
+                if m[0] >= 0:
+                    want.setdefault(m, set()).add(c.key)
+            want.setdefault((first, at_first), set()).update(before)
+        past = past_paths(r, want, past)
+        for c, (at, then) in zip(changes, moments, strict=True):
+            if kind == "role" and (at < 0 or of not in past[(at, then)][c.key][1]):
+                continue
             events.setdefault(c.key, []).append(Event(c.gained, c.edge))
         if kind == "role":  # held through the role then (it may hold another way now)
-            at_first = next((i.start.committed_at for ivs in timeline.intervals.values()
-                             for i in ivs[:1] if i.held_before), None)  # first's moment
-            keep |= {k for k in before if of in _path(r, k, first, at_first)[1]}
+            keep |= {k for k in before if of in past[(first, at_first)][k][1]}
             for k in sorted((keep | events.keys()) - now, key=ir.row_key):
                 if k[0] in holders and r.query(pattern(r.program.decision, k)):
                     now.add(k)  # a holder's decision now, not through the role
                     paths[k] = _path(r, k)[0]
     entries = []
+    lost: dict[Key, tuple[int, float | None]] = {}  # where a path is read before a loss
+    for k in (keep | events.keys()) - now if since is not None else ():
+        gone = [e for e in events.get(k, ()) if not e.gained]
+        was, then = timed.before(gone[-1].edge) if gone else (first, None)
+        if was is not None and was >= 0:
+            lost[k] = (was, then)
+    by: dict[tuple[int, float | None], set[Key]] = {}
+    for k, m in lost.items():
+        by.setdefault(m, set()).add(k)
+    past_paths(r, by, past)
     for k in sorted(keep | events.keys(), key=ir.row_key):
         if since is None:
             change = ""
@@ -365,12 +417,7 @@ def review(r: Reasoner, subject: str | None = None, resource: str | None = None,
             change = "lost"
         else:
             change = "transient"  # gained and lost again since
-        if k in now:
-            path = paths[k]
-        else:
-            gone = [e for e in events.get(k, ()) if not e.gained]
-            was, then = timed.before(gone[-1].edge) if gone else (first, None)
-            path = _path(r, k, was, then)[0] if was is not None and was >= 0 else []
+        path = paths[k] if k in now else past[lost[k]][k][0] if k in lost else []
         entries.append(Entry(k[0], k[1], k[2], change, tuple(path),
                              tuple(events.get(k, ()))))
     return Review(kind, of, int(r.revision), first, tuple(entries), tuple(holders), timeline,

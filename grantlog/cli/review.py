@@ -14,13 +14,14 @@ import json
 import time
 from typing import Any
 
+from grantlog.engine.answer import timed
 from grantlog.grammar.diagnostics import GrantlogError, error
 
 from .inputs import COMMAND_LINE, EXIT_OK, add_command, load, out
 
 FORMATS = ("json", "csv", "html")
 CSV_COLUMNS = ("subject", "operation", "resource", "change", "revision", "committed_at",
-               "author", "reason", "ticket", "path")
+               "author", "reason", "ticket", "path", "policy")
 #: rows of the HTML timeline chart at most (the tables list every entry)
 CHART_ROWS = 80
 
@@ -33,9 +34,24 @@ def _iso(t: float | None) -> str:
     return "" if t is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
+def _policy_of(rv: Any, e: Any) -> str:
+    """The digest of the policy ``e``'s path was read under (the review's ``policies``): an
+    entry held now, the reviewing reasoner's (``now``); one not held now, the store's in
+    force where its path was read (just before its last loss, else at ``since``; empty
+    where none was read)."""
+    pol = rv.policies
+    if e.change not in ("lost", "transient"):
+        return str(pol.get("now", ""))
+    gone = [v.edge for v in e.events if not v.gained]
+    was = timed.before(gone[-1])[0] if gone else rv.since
+    cuts = [p for p in pol.get("past", ()) if was is not None and p["from"] <= was]
+    return str(cuts[-1]["policy"]) if cuts and e.path else ""
+
+
 def to_csv(rv: Any) -> str:
     """One row per entry: its change (empty without ``since``), the transaction of its last
-    gain or loss, and its path (the facts, ``; ``-separated)."""
+    gain or loss, its path (the facts, ``; ``-separated) and the digest of the policy its
+    path was read under (:func:`_policy_of`)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
@@ -46,8 +62,27 @@ def to_csv(rv: Any) -> str:
                     "" if last is None else _iso(last.committed_at),
                     "" if last is None else last.author or "",
                     "" if last is None else last.reason or "",
-                    "" if last is None else last.ticket or "", "; ".join(e.path)])
+                    "" if last is None else last.ticket or "", "; ".join(e.path),
+                    _policy_of(rv, e)])
     return buf.getvalue()
+
+
+def _policies(rv: Any) -> str:
+    """The policies the review was evaluated under (``policies``: engine/answer/review.py),
+    by digest, as a paragraph."""
+    e, pol = html.escape, rv.policies
+    if not pol:
+        return ""
+    now = str(pol.get("now", ""))
+    parts = [f"now (the current entries and their paths): <code>{e(now)}</code>"]
+    if "stored" in pol:
+        stored = pol["stored"]
+        parts.append("the store's at its head: " + ("none" if stored is None else
+                     "the same" if stored == now else f"<code>{e(str(stored))}</code>"))
+    for p in pol.get("past", ()):
+        parts.append(f"the history from r{e(str(p['from']))}: "
+                     f"<code>{e(str(p['policy']))}</code>")
+    return f'<p class="meta">Policies: {"; ".join(parts)}.</p>'
 
 
 CSS = """
@@ -158,7 +193,7 @@ def to_html(rv: Any, title: str | None = None) -> str:
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f"<title>{e(title)}</title><style>{CSS}</style></head><body>"
             f"<h1>{e(title)}</h1><p class=\"meta\">At revision {rv.revision}; {e(since)}."
-            f"</p>{holders}<p class=\"counts\">{counts}</p>"
+            f"</p>{_policies(rv)}{holders}<p class=\"counts\">{counts}</p>"
             f"<h2>Timeline</h2>{_chart(rv)}<h2>Changes</h2>{changes}"
             f"<h2>Entries</h2><table><thead><tr><th>subject</th><th>operation</th>"
             f"<th>resource</th><th>change</th><th>path (the facts that give it)</th></tr>"

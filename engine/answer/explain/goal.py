@@ -15,16 +15,20 @@ from .whynot import Limits, WhyNot
 
 
 def explain_goal(text: str, rule: ir.Rule, names: Sequence[str], ctx: DemandContext,
-                 prover: Prover, limits: Limits | None = None) -> Explanation:
+                 prover: Prover, limits: Limits | None = None, *,
+                 why_not: bool = True) -> Explanation:
     """Why the goal ``text`` (compiled as the body of ``rule``, a ``<goal>`` rule whose head
     holds its named variables ``names``) holds in ``ctx``: a proof tree for its first answer
-    in value order; or why it has no answer: a why-not tree, within ``limits``."""
+    in value order; or why it has no answer: a why-not tree, within ``limits`` (not searched
+    without ``why_not``: the explanation has none then)."""
     plan = plan_bound(rule, set())
     answers = sorted(solve(plan, ctx.F, None, ctx.index, {}),
                      key=lambda e: ir.row_key(e[n] for n in names))
+    if not answers and not why_not:
+        return Explanation(text, False, {}, None, None)
     if not answers:
-        why_not = WhyNot(prover.program, ctx, prover, limits).goal(rule)
-        return Explanation(text, False, {}, None, why_not)
+        tree = WhyNot(prover.program, ctx, prover, limits).goal(rule)
+        return Explanation(text, False, {}, None, tree)
     env = answers[0]
     bindings = {n: env[n] for n in names}
     body = rule.body

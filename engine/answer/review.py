@@ -176,15 +176,21 @@ def _path(r: Reasoner, key: Key, at: int | None = None,
 def path_facts(program: ir.Program, ex: Any) -> tuple[list[str], set[ir.Value]]:
     """The base facts of an explanation's proof (none where it does not hold), less the
     hierarchy's, and the values they name."""
-    tree = hierarchy_roles(program).stored  # where the objects sit: not a grant
+    if not ex.holds or ex.proof is None:
+        return [], set()
+    return _leaves(hierarchy_roles(program).stored, ex.proof)
+
+
+def _leaves(tree: Any, proof: Any) -> tuple[list[str], set[ir.Value]]:
+    """A proof's ``fact`` leaves less those of the relations in ``tree`` (where the objects
+    sit: not a grant), and the values all of them name."""
     facts: dict[str, None] = {}
     values: set[ir.Value] = set()
-    if ex.holds and ex.proof is not None:
-        for n in ex.proof.walk():
-            if n.kind == "fact" and n.row is not None:
-                values.update(n.row)
-                if n.rel not in tree:
-                    facts[n.text] = None
+    for n in proof.walk():
+        if n.kind == "fact" and n.row is not None:
+            values.update(n.row)
+            if n.rel not in tree:
+                facts[n.text] = None
     return sorted(facts), values
 
 
@@ -230,15 +236,8 @@ def _paths(r: Reasoner, keys: set[Key]) -> dict[Key, tuple[list[str], set[ir.Val
             prover = r.prover(ctx)
             held = ctx.F[program.decision]
             for k in ordered[i:i + PROVED_TOGETHER]:
-                facts: dict[str, None] = {}
-                values: set[ir.Value] = set()
-                if k in held:
-                    for n in prover.prove(program.decision, k).walk():
-                        if n.kind == "fact" and n.row is not None:
-                            values.update(n.row)
-                            if n.rel not in tree:
-                                facts[n.text] = None
-                out[k] = (sorted(facts), values)
+                out[k] = _leaves(tree, prover.prove(program.decision, k)) if k in held \
+                    else ([], set())
     return out
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..core import ir
@@ -117,32 +117,32 @@ class Shared:
         """The facts of ``rel`` matching ``bound`` at some revision of ``[first, last]``,
         each with its intervals there: read once, by the first column of ``bound`` (the
         most selective), the others' values selected among those versions."""
-        k = (rel, tuple(bound.items()))
-        got = self._versions.get(k)
-        if got is None:
-            if len(bound) > 1:
-                c, v = k[1][0]
-                rows = {row: spans for row, spans in self.versions(rel, {c: v}).rows.items()
-                        if _matches(row, k[1])}
-            else:
-                rows = dict(self.reader.rows(rel, bound, self.first, self.last))
-            got = self._versions[k] = _Versions(rows)
-        return got
+        return self._read(self._versions, self.reader.rows, lambda row: row, rel, bound)
 
     def timed(self, rel: str, bound: Mapping[int, ir.Value]) -> _Versions:
         """The validity intervals (``@valid`` rows) of the facts of ``rel`` matching
         ``bound`` at some revision of ``[first, last]``, each with the revisions it was
         present in, read as :meth:`versions` reads facts."""
+        return self._read(self._timed, self.reader.timed, lambda vrow: self._decode(vrow)[0],
+                          rel, bound)
+
+    def _read(self, memo: dict[Any, _Versions], read: Callable[..., Any],
+              fact: Callable[[ir.Row], ir.Row], rel: str,
+              bound: Mapping[int, ir.Value]) -> _Versions:
+        """:meth:`versions` and :meth:`timed`: ``read`` once per (``rel``, first bound
+        column), kept in ``memo``; more bound columns select among those rows (``fact``: the
+        fact a row is of)."""
         k = (rel, tuple(bound.items()))
-        got = self._timed.get(k)
+        got = memo.get(k)
         if got is None:
             if len(bound) > 1:
                 c, v = k[1][0]
-                rows = {vrow: spans for vrow, spans in self.timed(rel, {c: v}).rows.items()
-                        if _matches(self._decode(vrow)[0], k[1])}
+                rows = {row: spans for row, spans
+                        in self._read(memo, read, fact, rel, {c: v}).rows.items()
+                        if _matches(fact(row), k[1])}
             else:
-                rows = dict(self.reader.timed(rel, bound, self.first, self.last))
-            got = self._timed[k] = _Versions(rows)
+                rows = dict(read(rel, bound, self.first, self.last))
+            got = memo[k] = _Versions(rows)
         return got
 
     def _decode(self, vrow: ir.Row) -> tuple[ir.Row, tuple[float, float]]:

@@ -7,6 +7,7 @@ object's chain from the root (``under_chains``, for SQL over a path column).
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from ..core import ir
@@ -120,6 +121,11 @@ class Hierarchy:
         if unique:
             return [[] if row is None else [row[par]] for row in got]
         return [[] if b is None else [row[par] for row in b] for b in got]
+
+    def parent_set(self, xs: list[Any]) -> set[Any]:
+        """The parents of ``xs`` in a tree (:attr:`tree`: one row each at most), read
+        together and at C speed."""
+        return set(map(itemgetter(self._par), filter(None, stored_many(self._up_ix)(xs))))
 
     def child_count(self, x: Any) -> int:
         return len(self._rows(self._down, x))
@@ -258,9 +264,23 @@ UPPER_MAX = 20_000
 def unnested(t: Any, h: Hierarchy) -> bool:
     """Whether no object of type ``t`` lies below another (each resource then has at most
     one ``t``-ancestor-or-self). Each object's ancestors are walked up to those found
-    already with no ``t``-object at or above them: the schemas of a catalog ask it once."""
-    clear: set[Any] = set()  # objects with no t-object at or above them
+    already with no ``t``-object at or above them: the schemas of a catalog ask it once.
+    In a tree (:attr:`Hierarchy.tree`), the ancestors of them all are read first a level at
+    a time (the levels above a million tables' 7,000 schemas: ~1 ms, against ~10 ms one
+    schema at a time); only when one of them is a ``t``-object (nested, or a cycle) are
+    they walked one by one."""
     xs = h.of_type(t)
+    if h.tree:
+        objects, above, level = set(xs), set[Any](), xs
+        while level:
+            found = h.parent_set(level) - above
+            if not found.isdisjoint(objects):
+                break
+            above |= found
+            level = list(found)
+        else:
+            return True
+    clear: set[Any] = set()  # objects with no t-object at or above them
     for x, ups in zip(xs, h.parents_of(xs), strict=True):
         seen = {x}
         todo = [p for p in ups if p not in clear]

@@ -15,7 +15,7 @@ from itertools import chain, compress, filterfalse, repeat
 from operator import is_not, itemgetter, not_, or_
 from typing import Any
 
-from ..core.index import index_keys, stored_get, stored_many
+from ..core.index import index_keys, more_keys, stored_get, stored_many
 
 #: a type row's type column, and the row read for an object without a type
 _second = itemgetter(1)
@@ -168,7 +168,7 @@ class Sweep:
         are far fewer than ``level``, those found from them (their parent in ``above``): a
         walk over a million tables asks none of them for its children."""
         inner = self._down_ix
-        if above is None or 4 * len(inner) > len(level):
+        if above is None or more_keys(inner, len(level) // 4):  # 4 * len(inner) > len(level)
             return level
         par, among, qs = self._par, set(above), list(inner)
         return [q for q, row in zip(qs, self._up_many(qs), strict=True)

@@ -64,6 +64,15 @@ def index_keys(ix: Any) -> Iterable[Any]:
     return ix.keys()  # type: ignore[no-any-return]
 
 
+def more_keys(ix: Any, m: int) -> bool:
+    """Whether index ``ix`` has more than ``m`` keys: a :class:`SortedIndex`'s distinct
+    keys counted no further than that while it has no write (a million children's 7,000
+    parents: the first few hundred, when a walk's level of a few thousand asks)."""
+    if type(ix) is SortedIndex and ix.hash is None and not ix._written:
+        return ix._more_than(m)
+    return len(ix) > m
+
+
 #: rows :func:`build_index` looks at for a key met twice before it tries a unique index
 PROBE = 1024
 
@@ -490,20 +499,39 @@ class SortedIndex:
             if self.unique:
                 got = keys
             else:
-                got, n, i, cap, step = [], len(keys), 0, len(keys) // 64 + 16, 16
-                while i < n and len(got) < cap:
-                    k = keys[i]
-                    got.append(k)
-                    j = i + step  # the run's end looked for near the last run's length
-                    if j < n and keys[j] == k:
-                        j = bisect_right(keys, k, j)
-                    else:
-                        j = bisect_right(keys, k, i + 1, min(n, j))
-                    step, i = 2 * (j - i) + 1, j
-                if i < n:
+                got, whole = self._runs(len(keys) // 64 + 16)
+                if not whole:
                     got = list(dict.fromkeys(keys))
             self._distinct = got
         return got
+
+    def _runs(self, cap: int) -> tuple[list[Any], bool]:
+        """The first distinct keys of the sorted rows, at most ``cap`` of them, and whether
+        they are all of them."""
+        keys, got = self._keys, list[Any]()
+        n, i, step = len(keys), 0, 16
+        while i < n and len(got) < cap:
+            k = keys[i]
+            got.append(k)
+            j = i + step  # the run's end looked for near the last run's length
+            if j < n and keys[j] == k:
+                j = bisect_right(keys, k, j)
+            else:
+                j = bisect_right(keys, k, i + 1, min(n, j))
+            step, i = 2 * (j - i) + 1, j
+        return got, i >= n
+
+    def _more_than(self, m: int) -> bool:
+        """Whether the sorted rows hold more than ``m`` distinct keys (no write came)."""
+        if self._distinct is not None or self.unique:
+            return len(self._distinct_keys()) > m
+        cap = len(self._keys) // 64 + 16
+        if m < cap:
+            got, whole = self._runs(m + 1)
+            if whole:
+                self._distinct = got
+            return len(got) > m
+        return len(self._distinct_keys()) > m
 
     def keys(self) -> Any:
         """The keys, as a dict's view (a set operand): at C speed while nothing was

@@ -17,9 +17,13 @@ from typing import Any, cast
 
 from ..core.index import SORT_MIN, Index, SortedIndex, UniqueIndex, build_index, nearly_sorted
 from ..core.ir import Row
+from ..core.lazy_index import LAZY_MIN, LazyIndex, lazy_index
 
 #: rows added at once from which an index takes them at C speed (:meth:`Database.add`)
 BULK = 4096
+#: the indexes that build their hash index when read enough, the database then taking it
+#: in their place (:meth:`Database._settle`)
+_DEFERRED = (SortedIndex, LazyIndex)
 
 
 def _put(ix: Index, k: Any, row: Row) -> None:
@@ -177,17 +181,22 @@ class Database:
         """The hash index of ``rel`` on ``cols``, built on first use and kept up to date
         (a :class:`UniqueIndex` while every key has one row); of a relation a store's
         snapshot gave sorted (:attr:`orders`), on one column, a :class:`SortedIndex`,
-        which reads alike and becomes a hash index once read enough."""
+        which reads alike and becomes a hash index once read enough; of a big relation
+        whose keys repeat, a :class:`LazyIndex` (the buckets of the keys read, each found
+        by a scan at C speed, until enough are read to build the hash index)."""
         k = (rel, cols)
         ix: Any = self.indexes.get(k)
-        if type(ix) is SortedIndex and ix.hash is not None:
+        if type(ix) in _DEFERRED and ix.hash is not None:
             self._settle(rel)
             ix = self.indexes[k]
         if ix is None:
             key = _key_fn(cols)
+            rows = self.ensure(rel)
             order = self.orders.get(rel, {}).get(cols[0]) if len(cols) == 1 else None
-            ix = self.indexes[k] = (build_index(self.ensure(rel), key) if order is None
-                                    else SortedIndex(order, cols[0], self._count_hashed))
+            ix = self.indexes[k] = (
+                SortedIndex(order, cols[0], self._count_hashed) if order is not None
+                else lazy_index(rows, cols, self._count_hashed) if len(rows) >= LAZY_MIN
+                else build_index(rows, key))
             self._by_rel[rel].append([key, ix, cols])
         return cast(Index, ix)  # a SortedIndex reads as one
 
@@ -195,19 +204,19 @@ class Database:
         self.hashed += 1
 
     def _settle(self, rel: str) -> None:
-        """Put the hash index each of ``rel``'s sorted indexes built in its place (readers
-        still holding the sorted one read the same hash index through it)."""
+        """Put the hash index each of ``rel``'s sorted or lazy indexes built in its place
+        (readers still holding the sorted one read the same hash index through it)."""
         for entry in self._by_rel.get(rel, ()):
             ix = entry[1]
-            if type(ix) is SortedIndex and ix.hash is not None:
+            if type(ix) in _DEFERRED and ix.hash is not None:
                 entry[1] = self.indexes[(rel, entry[2])] = ix.hash
 
     def hash_sorted(self) -> None:
-        """Build the hash index of every sorted index now (``prepare``: what the warm walks
-        of listings read), each in its place."""
+        """Build the hash index of every sorted or lazy index now (``prepare``: what the
+        warm walks of listings read), each in its place."""
         for rel, entries in self._by_rel.items():
             for entry in entries:
-                if type(entry[1]) is SortedIndex:
+                if type(entry[1]) in _DEFERRED:
                     entry[1].hashed()
             self._settle(rel)
 
@@ -244,9 +253,9 @@ class Database:
             return
         rows = in_order(rows)
         self.orders.pop(rel, None)  # indexes built from now on: of the rows as they are
-        if len(rows) >= BULK:  # many rows: into hash indexes (a sorted one's writes are kept
-            for entry in self._by_rel.get(rel, ()):  # over it a row at a time)
-                if type(entry[1]) is SortedIndex:
+        if len(rows) >= BULK:  # many rows: into hash indexes (a sorted or lazy one's writes
+            for entry in self._by_rel.get(rel, ()):  # are kept over it a row at a time)
+                if type(entry[1]) in _DEFERRED:
                     entry[1].hashed()
         self._settle(rel)
         full = self.ensure(rel)

@@ -34,6 +34,10 @@ together, one job for all (:meth:`_Temporal.settle`), before a recursive stratum
 plan grows past ``PLAN_LIMIT`` reads; a recursive stratum costs one job per round. So the
 jobs follow the recursion's rounds, not the number of strata (:class:`Jobs` counts them).
 
+Interchangeable values (spark_bridge/review_symmetry.py): values with the same rows and the same
+intervals are collapsed to one representative per class before the rules run, and the
+decision's intervals are expanded to every member after (:func:`intervals` ``symmetry``).
+
 Output columns: ``subject, operation, resource`` (the decision's three columns, as text),
 ``from_revision, from_time`` (the transaction that opened the interval; the period's first
 revision when it held already then: ``held_at_since`` true), ``until_revision, until_time``
@@ -408,20 +412,35 @@ def _union(dfs: list[Any]) -> Any:
     return level[0]
 
 
-def intervals(spark: Any, p: Period, say: Any = None) -> Any:
-    """The decision rows of ``p`` with their intervals, as :data:`COLUMNS`."""
+def intervals(spark: Any, p: Period, say: Any = None, symmetry: bool | None = None) -> Any:
+    """The decision rows of ``p`` with their intervals, as :data:`COLUMNS`. ``symmetry``:
+    run over one representative per class of interchangeable values and expand the
+    intervals (spark_bridge/review_symmetry.py; None: when a stretch holds at least
+    ``review_symmetry.MIN_ROWS`` fact rows)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
+
+    from . import review_symmetry
 
     if spark.sparkContext.getCheckpointDir() is None:
         spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="grantlog-review-"))
     parts = []
     for s in p.stretches:
         cut = Stretch(restrict(s.program, [s.program.decision]), s.start, s.end, s.facts)
-        rows = _Temporal(spark, cut).run(say)
-        parts.append(rows.select("c0", "c1", "c2", "lo", "hi"))
-    sub = _Temporal(spark, p.stretches[0])
-    rows = sub.coalesce(_union(parts), ["c0", "c1", "c2"])
+        c = review_symmetry.find(cut, cut.program) if review_symmetry.use(cut, symmetry) \
+            else None
+        if c is not None and say is not None:
+            say(c.summary)
+        rows = _Temporal(spark, cut if c is None else c.stretch).run(say)
+        rows = rows.select("c0", "c1", "c2", "lo", "hi")
+        if c is not None:
+            rows = review_symmetry.expand(spark, c, rows, cut.program.decision)
+        parts.append(rows)
+    # one stretch whose decision relation has rules: its rows are coalesced already (by
+    # its stratum; an expanded row comes from one representative row); else merged here
+    one = len(parts) == 1 and p.stretches[0].program.decision in p.stretches[0].program.derived
+    rows = parts[0] if one else \
+        _Temporal(spark, p.stretches[0]).coalesce(_union(parts), ["c0", "c1", "c2"])
     edges = spark.createDataFrame(
         [(rev, e.committed_at) for rev, e in sorted(p.edges.items())],
         T.StructType([T.StructField("rev", T.LongType(), False),
@@ -466,17 +485,18 @@ def prepare(r: Any, since: object = None, until: object = None,
 
 
 def review(r: Any, spark: Any, output: str, since: object = None,
-           until: object = None, *, checked: Period | None = None) -> tuple[Period, int]:
+           until: object = None, *, checked: Period | None = None,
+           symmetry: bool | None = None) -> tuple[Period, int]:
     """Write the whole-platform review of ``r``'s store between ``since`` and ``until`` to
     the Parquet directory ``output``; returns the period and how many intervals.
-    ``checked``: the period :func:`prepare` returned for these arguments (not read twice)."""
+    ``checked``: the period :func:`prepare` returned for these arguments (not read twice);
+    ``symmetry``: as :func:`intervals` takes it. The intervals are written, then counted
+    from the Parquet files' footers (not kept in memory for a count)."""
     p = prepare(r, since, until, output) if checked is None else checked
     with progress.task("reviewing on Spark", len(p.stretches), "stretch") as advance:
-        df = intervals(spark, p, lambda line: advance(0, postfix=line))
-        df = df.persist()
-        n = df.count()
+        df = intervals(spark, p, lambda line: advance(0, postfix=line), symmetry)
         df.write.mode("overwrite").parquet(output)
-        df.unpersist()
+        n = spark.read.schema(df.schema).parquet(output).count()  # no schema job
         advance(len(p.stretches))
     return p, n
 

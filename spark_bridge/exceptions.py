@@ -113,7 +113,7 @@ from dataclasses import dataclass, field
 
 from grantlog.engine.core import ir
 
-from .symmetry import ORDER, TOP, Abstract, M, analyse
+from .symmetry import ORDER, TOP, Abstract, M, analyse, held_columns, term_value, unify
 
 
 class _Mark:
@@ -139,25 +139,11 @@ class Reach:
 
     def columns(self) -> dict[str, set[int]]:
         """relation -> the columns ``V`` holds in some Reach fact"""
-        out: dict[str, set[int]] = {}
-        for rel, rows in self.facts.items():
-            for row in rows:
-                out.setdefault(rel, set()).update(i for i, x in enumerate(row) if x is V)
-        return out
+        return held_columns(self.facts, V)
 
 
 def _unify(a: object, b: object) -> object | None:
-    if a in MARKS or b in MARKS:
-        return a if a is b else None
-    if a is TOP:
-        return b
-    if b is TOP:
-        return a
-    return a if a == b and type(a) is type(b) else None
-
-
-def _value(t: ir.Term, b: Mapping[str, object]) -> object:
-    return t.value if isinstance(t, ir.Const) else b.get(t.name, TOP)
+    return unify(a, b, MARKS)
 
 
 def _bind(atom: ir.Atom, row: Abstract, b: dict[str, object]) -> dict[str, object] | None:
@@ -208,7 +194,7 @@ def _instance(rule: ir.Rule, b: dict[str, object]) -> tuple[str | None, Abstract
     """(why the Reach instance ``b`` of ``rule`` is refused, its head's abstract row)"""
     cmps = [lit for lit in rule.body if isinstance(lit, ir.Cmp)]
     for lit in [c for c in cmps if c.op == "="] * 2:  # twice: a chain of assignments
-        u = _unify(_value(lit.left, b), _value(lit.right, b))
+        u = _unify(term_value(lit.left, b), term_value(lit.right, b))
         if u is None:
             return None, None  # cannot hold
         for t in (lit.left, lit.right):
@@ -227,7 +213,7 @@ def _instance(rule: ir.Rule, b: dict[str, object]) -> tuple[str | None, Abstract
             return f"`{neg}` names two values of the class", None
     if len(_held(rule.head.args, b)) >= 2:
         return f"the head `{rule.head}` names two values of the class", None
-    row = tuple(_value(t, b) for t in rule.head.args)
+    row = tuple(term_value(t, b) for t in rule.head.args)
     if not any(x is V for x in row):
         effect = "a sibling" if any(x is M for x in row) else "a global"
         return f"{effect} effect: `{rule.head}` does not name the value", None

@@ -108,17 +108,23 @@ class Verdict:
     facts: dict[str, set[Abstract]] = field(default_factory=dict)
 
     def columns(self) -> dict[str, set[int]]:
-        out: dict[str, set[int]] = {}
-        for rel, rows in self.facts.items():
-            for row in rows:
-                out.setdefault(rel, set()).update(i for i, x in enumerate(row) if x is M)
-        return out
+        return held_columns(self.facts, M)
 
 
-def _unify(a: object, b: object) -> object | None:
-    """the abstract value both ``a`` and ``b`` may be (None: none)"""
-    if a is M or b is M:
-        return M if a is b else None
+def held_columns(facts: Mapping[str, set[Abstract]], mark: object) -> dict[str, set[int]]:
+    """relation -> the columns ``mark`` holds in some of its abstract ``facts``"""
+    out: dict[str, set[int]] = {}
+    for rel, rows in facts.items():
+        for row in rows:
+            out.setdefault(rel, set()).update(i for i, x in enumerate(row) if x is mark)
+    return out
+
+
+def unify(a: object, b: object, marks: tuple[object, ...] = (M,)) -> object | None:
+    """the abstract value both ``a`` and ``b`` may be (None: none); a mark (``M``) unifies
+    only with itself"""
+    if a in marks or b in marks:
+        return a if a is b else None
     if a is TOP:
         return b
     if b is TOP:
@@ -126,7 +132,7 @@ def _unify(a: object, b: object) -> object | None:
     return a if a == b and type(a) is type(b) else None
 
 
-def _value(t: ir.Term, b: Mapping[str, object]) -> object:
+def term_value(t: ir.Term, b: Mapping[str, object]) -> object:
     return t.value if isinstance(t, ir.Const) else b.get(t.name, TOP)
 
 
@@ -151,10 +157,10 @@ def _match(atoms: list[ir.Atom], facts: Mapping[str, set[Abstract]], b: dict[str
         nb = dict(b)
         for t, x in zip(atom.args, row, strict=True):
             if isinstance(t, ir.Const):
-                if _unify(t.value, x) is None:
+                if unify(t.value, x) is None:
                     break
             elif t.name in nb:
-                u = _unify(nb[t.name], x)
+                u = unify(nb[t.name], x)
                 if u is None:
                     break
                 nb[t.name] = u
@@ -176,8 +182,8 @@ def _instance(rule: ir.Rule, b: dict[str, object], premise: int | None = None
     cmps = [lit for lit in rule.body if isinstance(lit, ir.Cmp)]
     for lit in [c for c in cmps if c.op == "="] * 2:  # twice: a chain of assignments
         left, right = lit.left, lit.right
-        lv, rv = _value(left, b), _value(right, b)
-        u = _unify(lv, rv)
+        lv, rv = term_value(left, b), term_value(right, b)
+        u = unify(lv, rv)
         if u is None:
             return None, None  # cannot hold
         for t in (left, right):
@@ -200,7 +206,7 @@ def _instance(rule: ir.Rule, b: dict[str, object], premise: int | None = None
     if isinstance(why, ir.Atom) and _members(why.args, b) - {
             t.name for t in rule.head.args if isinstance(t, ir.Var)}:
         return f"its reason `{why}` names a member its head does not", None
-    row = tuple(_value(t, b) for t in rule.head.args)
+    row = tuple(term_value(t, b) for t in rule.head.args)
     return None, row if any(x is M for x in row) else None
 
 

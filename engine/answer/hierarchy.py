@@ -7,7 +7,8 @@ object's chain from the root (``under_chains``, for SQL over a path column).
 
 from __future__ import annotations
 
-from operator import itemgetter
+from itertools import repeat
+from operator import is_not, itemgetter
 from typing import Any
 
 from ..core import ir
@@ -218,6 +219,10 @@ class Hierarchy:
         return out
 
 
+#: a row's first column
+_first = itemgetter(0)
+
+
 def kinds_get(ctx: Any, kinds: tuple[str, ...],
               cache: dict[Any, Any]) -> tuple[Any, bool]:
     """Types as unary relations read like a binary type relation's index on the object:
@@ -225,14 +230,16 @@ def kinds_get(ctx: Any, kinds: tuple[str, ...],
     object is of two kinds (found over all but the largest kind, so the tables of a
     million-table platform are not read, and kept in ``cache`` while the hierarchy
     stands)."""
-    gets = [(k, stored_get(ctx.base_index(k, (0,)))[0])
-            for k in sorted(kinds, key=lambda k: -len(ctx.F[k]))]  # the most objects first
+    order = sorted(kinds, key=lambda k: -len(ctx.F[k]))  # the most objects first
+    gets = [(k, stored_get(ctx.base_index(k, (0,)))[0]) for k in order]
     one = cache.get(("kinds", kinds))
-    if one is None:
+    if one is None:  # each kind's objects looked up in the others' indexes, many at a time
+        manys = [stored_many(ctx.base_index(k, (0,))) for k in order]
         one = True
-        for i, (k, _) in enumerate(gets[1:], 1):
-            others = [g for j, (_, g) in enumerate(gets) if j != i]
-            if any(g(row[0]) is not None for row in ctx.F[k] for g in others):
+        for i, k in enumerate(order[1:], 1):
+            objs = list(map(_first, ctx.F[k]))
+            if any(any(map(is_not, many(objs), repeat(None)))
+                   for j, many in enumerate(manys) if j != i):
                 one = False
                 break
         cache[("kinds", kinds)] = one

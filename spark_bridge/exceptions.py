@@ -113,7 +113,7 @@ from dataclasses import dataclass, field
 
 from grantlog.engine.core import ir
 
-from .symmetry import ORDER, TOP, Abstract, M, analyse, held_columns, term_value, unify
+from .symmetry import TOP, Abstract, M, analyse, held_columns, refusal, term_value, unify
 
 
 class _Mark:
@@ -186,33 +186,11 @@ def _match(atoms: list[ir.Atom], pools: list[Shape], b: dict[str, object]
                     yield from _match(rest, pools, got)
 
 
-def _held(terms: tuple[ir.Term, ...], b: Mapping[str, object]) -> set[str]:
-    return {t.name for t in terms if isinstance(t, ir.Var) and b.get(t.name) in MARKS}
-
-
 def _instance(rule: ir.Rule, b: dict[str, object]) -> tuple[str | None, Abstract | None]:
     """(why the Reach instance ``b`` of ``rule`` is refused, its head's abstract row)"""
-    cmps = [lit for lit in rule.body if isinstance(lit, ir.Cmp)]
-    for lit in [c for c in cmps if c.op == "="] * 2:  # twice: a chain of assignments
-        u = _unify(term_value(lit.left, b), term_value(lit.right, b))
-        if u is None:
-            return None, None  # cannot hold
-        for t in (lit.left, lit.right):
-            if isinstance(t, ir.Var):
-                b[t.name] = u
-    for lit in cmps:
-        if lit.op == "=":
-            continue
-        held = _held((lit.left, lit.right), b)
-        if lit.op in ORDER and held:
-            return f"`{lit}` orders a value of the class", None
-        if len(held) >= 2:
-            return f"`{lit}` relates two values of the class", None
-    for neg in rule.body:
-        if isinstance(neg, ir.Neg) and len(_held(neg.atom.args, b)) >= 2:
-            return f"`{neg}` names two values of the class", None
-    if len(_held(rule.head.args, b)) >= 2:
-        return f"the head `{rule.head}` names two values of the class", None
+    why, holds = refusal(rule, b, MARKS, "a value of the class", "two values of the class")
+    if why is not None or not holds:
+        return why, None
     row = tuple(term_value(t, b) for t in rule.head.args)
     if not any(x is V for x in row):
         effect = "a sibling" if any(x is M for x in row) else "a global"

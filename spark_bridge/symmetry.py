@@ -170,40 +170,52 @@ def _match(atoms: list[ir.Atom], facts: Mapping[str, set[Abstract]], b: dict[str
             yield from _match(rest, facts, nb, True)
 
 
-def _members(terms: tuple[ir.Term, ...], b: Mapping[str, object]) -> set[str]:
-    return {t.name for t in terms if isinstance(t, ir.Var) and b.get(t.name) is M}
+def held(terms: tuple[ir.Term, ...], b: Mapping[str, object],
+         marks: tuple[object, ...] = (M,)) -> set[str]:
+    """the variables of ``terms`` that ``b`` binds to a mark"""
+    return {t.name for t in terms if isinstance(t, ir.Var) and b.get(t.name) in marks}
 
 
-def _instance(rule: ir.Rule, b: dict[str, object], premise: int | None = None
-              ) -> tuple[str | None, Abstract | None]:
-    """(why the rule instance ``b`` is refused, the head's abstract row) after the rule's
-    comparisons (``=`` binds or unifies) and negations; ``premise``: the index of the body atom
-    a reason reports (reasons.py), which may hold a member only in a head variable"""
+def refusal(rule: ir.Rule, b: dict[str, object], marks: tuple[object, ...] = (M,),
+            one: str = "a member", two: str = "two members") -> tuple[str | None, bool]:
+    """(why the rule instance ``b`` is refused, whether it can hold) after the rule's
+    comparisons (``=`` binds or unifies, into ``b``) and negations: two marked variables in
+    its head, a negated atom or a comparison other than ``=``, or an order comparison on one
+    (``one``/``two``: what the marks stand for, in the message)"""
     cmps = [lit for lit in rule.body if isinstance(lit, ir.Cmp)]
     for lit in [c for c in cmps if c.op == "="] * 2:  # twice: a chain of assignments
-        left, right = lit.left, lit.right
-        lv, rv = term_value(left, b), term_value(right, b)
-        u = unify(lv, rv)
+        u = unify(term_value(lit.left, b), term_value(lit.right, b), marks)
         if u is None:
-            return None, None  # cannot hold
-        for t in (left, right):
+            return None, False  # cannot hold
+        for t in (lit.left, lit.right):
             if isinstance(t, ir.Var):
                 b[t.name] = u
     for lit in cmps:
         if lit.op == "=":
             continue
-        held = _members((lit.left, lit.right), b)
-        if lit.op in ORDER and held:
-            return f"`{lit}` orders a member", None
-        if len(held) >= 2:
-            return f"`{lit}` relates two members", None
+        got = held((lit.left, lit.right), b, marks)
+        if lit.op in ORDER and got:
+            return f"`{lit}` orders {one}", True
+        if len(got) >= 2:
+            return f"`{lit}` relates {two}", True
     for neg in rule.body:
-        if isinstance(neg, ir.Neg) and len(_members(neg.atom.args, b)) >= 2:
-            return f"`{neg}` names two members", None
-    if len(_members(rule.head.args, b)) >= 2:
-        return f"the head `{rule.head}` names two members", None
+        if isinstance(neg, ir.Neg) and len(held(neg.atom.args, b, marks)) >= 2:
+            return f"`{neg}` names {two}", True
+    if len(held(rule.head.args, b, marks)) >= 2:
+        return f"the head `{rule.head}` names {two}", True
+    return None, True
+
+
+def _instance(rule: ir.Rule, b: dict[str, object], premise: int | None = None
+              ) -> tuple[str | None, Abstract | None]:
+    """(why the rule instance ``b`` is refused, the head's abstract row) after
+    :func:`refusal`; ``premise``: the index of the body atom a reason reports (reasons.py),
+    which may hold a member only in a head variable"""
+    why_not, holds = refusal(rule, b)
+    if why_not is not None or not holds:
+        return why_not, None
     why = rule.body[premise] if premise is not None else None
-    if isinstance(why, ir.Atom) and _members(why.args, b) - {
+    if isinstance(why, ir.Atom) and held(why.args, b) - {
             t.name for t in rule.head.args if isinstance(t, ir.Var)}:
         return f"its reason `{why}` names a member its head does not", None
     row = tuple(term_value(t, b) for t in rule.head.args)

@@ -231,10 +231,11 @@ def kinds_get(ctx: Any, kinds: tuple[str, ...],
     million-table platform are not read, and kept in ``cache`` while the hierarchy
     stands)."""
     order = sorted(kinds, key=lambda k: -len(ctx.F[k]))  # the most objects first
-    gets = [(k, stored_get(ctx.base_index(k, (0,)))[0]) for k in order]
+    indexes = [ctx.base_index(k, (0,)) for k in order]
+    gets = [(k, stored_get(ix)[0]) for k, ix in zip(order, indexes, strict=True)]
     one = cache.get(("kinds", kinds))
     if one is None:  # each kind's objects looked up in the others' indexes, many at a time
-        manys = [stored_many(ctx.base_index(k, (0,))) for k in order]
+        manys = list(map(stored_many, indexes))
         one = True
         for i, k in enumerate(order[1:], 1):
             objs = list(map(_first, ctx.F[k]))

@@ -30,7 +30,7 @@ from ..core.results import (
     Transaction,
     Writes,
 )
-from ..eval.database import Database, fresh, net_change
+from ..eval.database import Database, change, net_change, settled
 from ..eval.demand import DemandContext, Memo
 from ..eval.incremental import Maintainer, dependents
 from ..eval.seminaive import EvalStats, Evaluator
@@ -225,7 +225,9 @@ class Reasoner(Writes):
                 return self._commit_journaled(self._journaled, tx, watch, if_revision, meta)
             if if_revision is not None and if_revision != self.revision:
                 raise RevisionConflict(if_revision, self.revision)
-            ins, dels = self._delta(self._clock.expand(tx))
+            batches = {} if self._clock.runtime else tx.batches()  # (no interval anywhere)
+            ins, dels = self._delta(self._clock.expand(tx), batches)
+            batches.clear()  # the rows as given (lists of a million: let go)
             if not ins and not dels:
                 return Changes({}, self.program.derived, self.revision)
             return self._apply(ins, dels, watch, self.revision + 1)
@@ -261,16 +263,20 @@ class Reasoner(Writes):
         return self._clock.stored(rel, lambda: self._database().full[rel] if base is None
                                   else base)
 
-    def _delta(self, ops: dict[str, dict[ir.Row, bool]]) -> tuple[Delta, Delta]:
-        """The net effect of a transaction's operations on the current base facts: the rows
-        it adds and the rows it removes (nothing is changed yet)."""
-        return net_change(ops, self._stored)
+    def _delta(self, ops: dict[str, dict[ir.Row, bool]],
+               batches: dict[str, list[ir.Row]] | None = None) -> tuple[Delta, Delta]:
+        """The net effect of a transaction's operations (and ``batches``: many rows inserted,
+        as given) on the current base facts: the rows it adds and the rows it removes
+        (nothing is changed yet)."""
+        return net_change(ops, self._stored, batches)
 
     def _apply(self, ins: Delta, dels: Delta, watch: frozenset[str],
                revision: int) -> Changes:
         """Make a net change of base facts visible (maintaining what depends on it) as
         ``revision``; every row of ``ins`` is absent and every row of ``dels`` present."""
         with self._lock:
+            if VALID in ins or VALID in dels:  # intervals move rows between the sets
+                ins = settled(ins)
             ins, dels = self._clock.translate(ins, dels)
             db = self._database()
             for rel, rows in ins.items():
@@ -302,6 +308,7 @@ class Reasoner(Writes):
                 # the watched changes are asked with this reasoner's plans (ordered by its
                 # statistics) and memo, unless the plans unfolded a view that now has rows
                 plans = self._plans if self._planned_for is not None else None
+                ins = settled(ins)  # maintained row by row: sets (a bulk load's made one)
                 changed = self._maintainer.apply(db, self._base, ins, dels, watch,
                                                  self._memo, self._dependents, plans)
                 if watch:
@@ -363,7 +370,7 @@ class Reasoner(Writes):
             if plus or minus:
                 old.remove(rel, minus)
                 old.add(rel, plus, 0)
-                changed[rel] = Change(fresh(plus), set(minus))  # a write's own: no copy
+                changed[rel] = change(plus, minus)  # a write's own: no copy
         self._db = None
         new = self._database(old)
         for rel in self._base:  # derived relations (base-only ones are done above)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -316,8 +317,20 @@ def _rows_fine(relation: Relation, rows: Sequence[Row]) -> bool:
     if set(map(len, rows)) != {relation.arity}:
         return False
     types = relation.types + (None,) * (relation.arity - len(relation.types))
+    if "int" not in types[:relation.arity]:  # every column takes strings: joined at once
+        try:
+            return "\x00" not in "".join(chain.from_iterable(rows))  # type: ignore[arg-type]
+        except TypeError:  # a value of another type: column by column
+            pass
     for i, typ in enumerate(types[:relation.arity]):
         col = list(map(itemgetter(i), rows))
+        if typ != "int":  # strings, most often: joined, which refuses any other type
+            try:
+                if "\x00" in "".join(col):
+                    return False
+                continue  # (a subclass of str, joined too, is a str row by row as well)
+            except TypeError:
+                pass
         kinds = set(map(type, col))
         if not kinds <= _COLUMN_TYPES.get(typ, _COLUMN_TYPES[None]):
             return False  # a bool, a float, a subclass, a value of the other type: row by row

@@ -88,6 +88,10 @@ VALID = "@valid"
 
 #: base facts to add and to remove, per relation (a transaction's net effect)
 Delta = dict[str, set[ir.Row]]
+#: rows of a relation's first write, inserts without an interval, from which a transaction
+#: keeps them as given until its operations are read (:attr:`Transaction.ops`): a bulk load's
+#: rows are hashed once, into the relation's own dict (engine/answer/reasoner.py ``_commit``)
+BATCH = 4096
 
 
 
@@ -100,13 +104,38 @@ class Transaction:
         #: checks and normalizes rows of a relation (raises on a bad row)
         self._check = check_rows or _as_rows
         self._constants = constants
-        self.ops: dict[str, dict[ir.Row, bool]] = {}
+        self._ops: dict[str, dict[ir.Row, bool]] = {}
+        #: relation -> the rows of its only write so far, inserts of :data:`BATCH` rows or
+        #: more without an interval, as given (its dict in :attr:`ops` made when read)
+        self._batches: dict[str, list[ir.Row]] = {}
         #: the rows inserted with a validity interval: (valid_from, valid_until) as given
         #: (engine/answer/validity.py checks and applies them)
         self.valid: dict[str, dict[ir.Row, tuple[object, object]]] = {}
         self.changes: Changes = Changes({}, frozenset())
         #: the revision this transaction made (set when it commits)
         self.revision: int | None = None
+
+    @property
+    def ops(self) -> dict[str, dict[ir.Row, bool]]:
+        """Per relation, each row written: True to insert it, False to retract it (the last
+        operation on a row wins)."""
+        if self._batches:
+            for rel, rows in self._batches.items():
+                self._ops[rel] = dict.fromkeys(rows, True)
+            self._batches = {}
+        return self._ops
+
+    def batches(self) -> dict[str, list[ir.Row]]:
+        """The relations whose only write inserted :data:`BATCH` rows or more (no interval
+        given in the transaction), each with its rows as given (a row may come twice),
+        taken out of :attr:`ops`: a reasoner makes the relation's dict of them at once."""
+        got = self._batches
+        if self.valid or VALID in self._ops:
+            return {}
+        for rel in got:
+            del self._ops[rel]
+        self._batches = {}
+        return got
 
     def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]], valid_from: object = None,
                valid_until: object = None) -> None:
@@ -125,10 +154,19 @@ class Transaction:
         if rel == VALID:  # a journal's interval rows as they are (a replay of its log):
             # checked with the intervals (engine/answer/validity.py ``Clock.expand``)
             rows = arguments.rows(rel, rows, verb, True)
-            self.ops.setdefault(rel, {}).update(dict.fromkeys(rows, present))
+            self._ops.setdefault(rel, {}).update(dict.fromkeys(rows, present))
             return
         checked = self._check(rel, arguments.rows(rel, rows, verb, self._constants))
-        self.ops.setdefault(rel, {}).update(dict.fromkeys(checked, present))
+        if rel in self._batches:  # a second write: the first one's dict made
+            self._ops[rel] = dict.fromkeys(self._batches.pop(rel), True)
+        ops = self._ops.get(rel)
+        if ops is None and present and valid is None and len(checked) >= BATCH:
+            self._ops[rel] = {}  # (its place among the relations written)
+            self._batches[rel] = checked
+        elif ops is None:  # the relation's first write: its dict (not copied into another)
+            self._ops[rel] = dict.fromkeys(checked, present)
+        else:
+            ops.update(dict.fromkeys(checked, present))
         if valid is not None:
             self.valid.setdefault(rel, {}).update(dict.fromkeys(checked, valid))
         elif rel in self.valid:  # the last write of a row wins

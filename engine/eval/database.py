@@ -9,7 +9,7 @@ the same kind of annotation).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from itertools import filterfalse
 from operator import itemgetter
@@ -18,6 +18,7 @@ from typing import Any, cast
 from ..core.index import SORT_MIN, Index, SortedIndex, UniqueIndex, build_index, nearly_sorted
 from ..core.ir import Row
 from ..core.lazy_index import LAZY_MIN, LazyIndex, lazy_index
+from ..core.results import Change
 
 #: rows added at once from which an index takes them at C speed (:meth:`Database.add`)
 BULK = 4096
@@ -104,6 +105,71 @@ class Given(set):  # type: ignore[type-arg]
         return set.__ixor__(self, other)
 
 
+class Batch:
+    """The rows a transaction adds to a relation that holds none (a bulk load of
+    :data:`BULK` rows or more), read as a set of them is (``len``, ``in``, iteration in the
+    order given) but not copied into one: :attr:`rows`, the transaction's dict of its
+    operations, or (``base``) a dict of the rows at level 0, made from them as written,
+    which :meth:`Database.add` takes as the relation's at C speed. A million rows' set costs
+    ~0.08 s to make and, as the collector tracks every set, ~0.1 s of each collection that
+    traverses it while it lives (a transaction's changes live as long as the caller's
+    ``tx``); a dict of rows holds no object the collector tracks. Only a net change
+    (``net_change``) makes one, and only the reasoner reads it: :func:`settled` turns it
+    into a set for the paths that change a net change's sets (a change maintained row by
+    row, validity intervals), :func:`change` into the relation's :class:`Change` (its
+    ``added`` made when first read: :class:`BatchChange`)."""
+
+    __slots__ = ("base", "rows")
+
+    def __init__(self, rows: Mapping[Row, Any], base: bool = False) -> None:
+        self.rows = rows
+        #: the dict's values are level 0 (base facts), what the relation's dict holds
+        self.base = base
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __bool__(self) -> bool:
+        return bool(self.rows)
+
+    def __contains__(self, row: object) -> bool:
+        return row in self.rows
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.rows)
+
+
+class BatchChange(Change):
+    """The change of a relation a bulk load filled (:class:`Batch`): ``added`` is the set of
+    the rows given, made when first read (the caller asked for the changes), not at the
+    load; ``removed`` is empty. Reads (and compares) as a :class:`Change`."""
+
+    def __init__(self, rows: Mapping[Row, Any]) -> None:
+        self._rows = rows
+        self._added: set[Row] | None = None
+        self.removed = set()
+
+    @property
+    def added(self) -> set[Row]:
+        if self._added is None:
+            self._added = set(self._rows)
+        return self._added
+
+    @added.setter
+    def added(self, rows: set[Row]) -> None:
+        self._added = rows
+
+    def __bool__(self) -> bool:
+        return bool(self._rows if self._added is None else self._added) or bool(self.removed)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Change):
+            return NotImplemented
+        return self.added == other.added and self.removed == other.removed
+
+    __hash__ = None  # type: ignore[assignment]  # as a dataclass's (mutable, compared)
+
+
 def fresh(rows: Collection[Row]) -> set[Row]:
     """``rows`` as a set of their own: a write's :class:`Given` itself (made for this
     change, no copy of a million rows; the order it kept let go), else a copy."""
@@ -113,25 +179,57 @@ def fresh(rows: Collection[Row]) -> set[Row]:
     return set(rows)
 
 
+def change(plus: Collection[Row], minus: Collection[Row]) -> Change:
+    """The :class:`Change` of a relation a net change adds ``plus`` to and removes ``minus``
+    from (a write's own set of rows added: no copy; a :class:`Batch`'s made when read)."""
+    if type(plus) is Batch and not minus:
+        return BatchChange(plus.rows)
+    return Change(fresh(plus), set(minus))
+
+
+def settled(delta: Mapping[str, Collection[Row]]) -> dict[str, set[Row]]:
+    """A net change's rows per relation as sets (a :class:`Batch` made one, its order
+    kept: :class:`Given`), for the paths that read or change them as sets."""
+    return {rel: Given(rows.rows) if type(rows) is Batch else rows  # type: ignore[misc]
+            for rel, rows in delta.items()}
+
+
 def in_order(rows: Collection[Row]) -> Collection[Row]:
-    """``rows`` in the order a write gave them (:class:`Given`), else as they are."""
+    """``rows`` in the order a write gave them (:class:`Given`, :class:`Batch`), else as
+    they are."""
     if type(rows) is Given and rows.order is not None:
         return rows.order
+    if type(rows) is Batch:
+        return rows.rows  # its keys (read at C speed)
     return rows
 
 
 def net_change(ops: Mapping[str, Mapping[Row, bool]],
                stored: Callable[[str], Collection[Row]],
+               batches: Mapping[str, list[Row]] | None = None,
                ) -> tuple[dict[str, set[Row]], dict[str, set[Row]]]:
     """The net effect of a transaction's operations (per relation, row -> True to insert,
     False to retract) on the ``stored`` rows of each relation: the rows it adds (absent
     now) and the rows it removes (present now). A relation's batch of inserts only (a bulk
-    load) is filtered at C speed, its rows kept in the order given (:class:`Given`)."""
+    load) is filtered at C speed, its rows kept in the order given (:class:`Given`, or a
+    :class:`Batch` when nothing is stored). ``batches``: relations a transaction inserted
+    many rows into, their rows as given (engine/core/results.py ``Transaction.batches``):
+    into a relation that holds none, the dict of the rows at level 0 made at once, which
+    the relation's is a copy of (hashed once, not into the transaction's dict, then a
+    set, then the relation's)."""
     ins: dict[str, set[Row]] = {}
     dels: dict[str, set[Row]] = {}
+    for rel, given in (batches or {}).items():
+        if stored(rel):
+            ops = {**ops, rel: dict.fromkeys(given, True)}
+        else:
+            ins[rel] = Batch(dict.fromkeys(given, 0), True)  # type: ignore[assignment]
     for rel, rows in ops.items():
         have = stored(rel)
         if all(rows.values()):
+            if not have and len(rows) >= BULK:  # a bulk load: the dict, no set of it
+                ins[rel] = Batch(rows)  # type: ignore[assignment]  # read as a set
+                continue
             # nothing stored: the rows themselves (a dict: the set and the relation's dict
             # made from it at C speed, presized, with the hashes it keeps)
             got = Given(list(filterfalse(have.__contains__, rows)) if have else rows)
@@ -251,6 +349,7 @@ class Database:
         """Add rows not yet present (callers filter out known rows)."""
         if not rows:
             return
+        own = rows.rows if type(rows) is Batch and rows.base and not level else None
         rows = in_order(rows)
         self.orders.pop(rel, None)  # indexes built from now on: of the rows as they are
         if len(rows) >= BULK:  # many rows: into hash indexes (a sorted or lazy one's writes
@@ -260,7 +359,9 @@ class Database:
         self._settle(rel)
         full = self.ensure(rel)
         before = len(full)
-        full.update(dict.fromkeys(rows, level))
+        # a bulk load's dict of its rows at level 0: copied as it is (at C speed; into an
+        # empty dict, a copy of its table), not made again from them
+        full.update(dict.fromkeys(rows, level) if own is None else own)
         self._rows += len(full) - before
         ordered: list[Row] | None = None
         for entry in self._by_rel.get(rel, ()):
@@ -333,7 +434,7 @@ class Database:
         key, ix, cols = entry
         if len(rows) >= BULK:
             keys = list(map(key, rows))
-            if not any(map(ix.__contains__, keys)):
+            if not ix or not any(map(ix.__contains__, keys)):  # (none there: no lookup)
                 n = len(ix)
                 dict.update(ix, zip(keys, rows, strict=True))
                 if len(ix) == n + len(rows):

@@ -178,7 +178,8 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
     inputs = sb.read_inputs(spark, program, specs)
     res = sb.run(program, spark, inputs, goal=GOAL, where=where_of(catalog),
                  progress=say, driver_rows=args.driver_rows,
-                 symmetry={"auto": None, "on": True, "off": False}[args.symmetry])
+                 symmetry={"auto": None, "on": True, "off": False}[args.symmetry],
+                 exceptions={"auto": None, "on": True, "off": False}[args.exceptions])
     out = data / "spark-answers"
     res.relations["allowed"].write.mode("overwrite").parquet(str(out))
     total_s = time.perf_counter() - t1
@@ -214,6 +215,7 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
         "answers": int(agg["n"]), "hash": int(agg["h"] or 0),
         "largest_stratum": "/".join(largest.relations), "largest_rows": largest.rows or 0,
         "symmetry": next((p for p in res.plans if p.startswith("symmetry:")), None),
+        "exceptions": next((p for p in res.plans if p.startswith("exceptions:")), None),
         "jvm_peak_mib": jvm_kib / 1024,
         "python_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "log": lines,
@@ -298,7 +300,8 @@ def run_worker(kind: str, args: argparse.Namespace, n: int, timeout: float,
            "--driver-memory", args.driver_memory, "--memory-limit-gb",
            str(args.memory_limit_gb), "--master", args.master,
            "--partitions", str(args.partitions), "--memory-mode", args.memory_mode,
-           "--driver-rows", str(args.driver_rows), "--symmetry", args.symmetry, *extra]
+           "--driver-rows", str(args.driver_rows), "--symmetry", args.symmetry,
+           "--exceptions", args.exceptions, *extra]
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, timeout=timeout, text=True)
@@ -389,8 +392,11 @@ def report(args: argparse.Namespace, runs: list[dict[str, Any]], started: str,
         lambda r: f"{sp(r, 'jvm_peak_mib'):,.0f} / {sp(r, 'python_peak_mib'):,.0f} MiB"
         if sp(r, "jvm_peak_mib") else "—")
     row("Spark: session start (not in the total)", lambda r: fmt_s(sp(r, "session_s")))
+    row("Spark: rewrites (symmetry.py; singles.py)",
+        lambda r: "; ".join(x for x in (sp(r, "symmetry"), sp(r, "exceptions")) if x) or "—")
     row("answers (user, load_table, table)",
         lambda r: f"{sp(r, 'answers'):,}" if sp(r, "answers") is not None else "—")
+    row("answers' row hash (Spark)", lambda r: str(sp(r, "hash")))
 
     def mem(r: dict[str, Any], key: str) -> Any:
         ok = [x for x in r["memory"] if "error" not in x]
@@ -484,6 +490,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--symmetry", choices=["auto", "on", "off"], default="auto",
                     help="evaluate over one representative per class of interchangeable input "
                          "values (run(symmetry=); spark_bridge/symmetry.py)")
+    ap.add_argument("--exceptions", choices=["auto", "on", "off"], default="auto",
+                    help="values with facts of their own as members of their base class, "
+                         "corrected on the driver (run(exceptions=); spark_bridge/singles.py)")
     ap.add_argument("--data-dir", type=Path,
                     default=Path(os.environ.get("TMPDIR", "/tmp")) / "grantlog-spark-bench")
     ap.add_argument("--worker", choices=["generate", "spark", "memory"], help=argparse.SUPPRESS)

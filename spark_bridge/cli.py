@@ -100,6 +100,11 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--no-symmetry", action="store_true",
                    help="do not run on one representative per class of interchangeable input "
                         "values (default: on inputs of 1 MiB or more, where found sound)")
+    r.add_argument("--exceptions", choices=["on", "off", "auto"], default="auto",
+                   help="with --goal: run values with facts of their own as members of the "
+                        "class their other facts match, their own answers decided on the "
+                        "driver (auto: with the rewrite above, where sound; not with "
+                        "--with-reasons)")
     r.add_argument("--checkpoint-dir", metavar="DIR",
                    help="Spark checkpoint directory (default: a temp dir)")
     r.add_argument("--strict", action="store_true", help=HELP_STRICT)
@@ -205,7 +210,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                      broadcast_rows=args.broadcast_rows, progress=say, goal=args.goal,
                      where=args.where, local_rows=args.local_rows,
                      driver_rows=args.driver_rows,
-                     symmetry=False if args.no_symmetry else None)
+                     symmetry=False if args.no_symmetry else None,
+                     exceptions={"on": True, "off": False}.get(args.exceptions))
         if args.explain_plan:
             if result.demand is not None:
                 for line in result.demand.describe().splitlines():
@@ -216,6 +222,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             names = args.relation or [result.demand.goal.rel]
         else:
             names = args.relation or sorted(program.derived)
+        if missing := [n for n in names if n not in result.relations]:
+            from grantlog.grammar.diagnostics import NO_SPAN, error
+            raise GrantlogError([error(
+                "not-computed", f"`{n}` is not among this run's results: with `--goal` the run "
+                "computes what the goal needs, and when values with facts of their own ran as "
+                "members of a class (`--exceptions`), it keeps only the goal's answers",
+                NO_SPAN, help="drop `--goal`, or add `--exceptions off`") for n in missing])
         out = Path(args.output)
         with progress.task("writing Parquet", len(names), "relation") as advance:
             for rel in names:

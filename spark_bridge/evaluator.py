@@ -41,7 +41,7 @@ from grantlog.engine.plan.join import Assign, Filter, RulePlan, Scan
 from grantlog.engine.plan.magic import demand
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error, plural
 
-from . import encoding, factoring, local, planner, schema
+from . import encoding, factoring, local, planner, schema, singles
 from . import reasons as reasons_mod
 from . import symmetry as symmetric
 from .closure import closure_shape, doubling, full_on_spark, graphframes_status
@@ -626,7 +626,7 @@ def run(
     restrict: Collection[str] | None = None,
     local_rows: int = 0,
     driver_rows: int = 0,
-    symmetry: bool | None = None,
+    symmetry: bool | None = None, exceptions: bool | None = None,
 ) -> SparkResult:
     """Evaluate ``program`` on ``spark``: a :class:`SparkResult` (one DataFrame per relation,
     base and derived; column kinds, per-stratum reports, join plans, a goal's demand rewrite).
@@ -651,8 +651,7 @@ def run(
 
     ``local_rows``: a run without a goal whose rule-file facts and inputs hold at most this
     many rows is evaluated by the in-memory engine on the driver and handed back as
-    DataFrames (local.py; 0, the default here: always on Spark; the CLI's default is
-    ``local.LOCAL_ROWS``).
+    DataFrames (local.py; 0, the default here: always on Spark; CLI: ``local.LOCAL_ROWS``).
 
     ``driver_rows``: inputs and derived relations of at most this many rows are also held on
     the driver, and a stratum reading only such relations (and staying that small) is
@@ -661,7 +660,8 @@ def run(
     Spark; the CLI's default is ``local.DRIVER_ROWS``).
 
     ``symmetry``: run on one representative per class of interchangeable input values, then
-    expand them, reasons too (symmetry.py; sound classes only); None: on inputs of ≥ 1 MiB."""
+    expand them, reasons too (symmetry.py; sound classes only); None: on inputs of ≥ 1 MiB.
+    ``exceptions`` (a goal, no reasons): classes of one too, as their base class (singles.py)."""
     if closure not in ("auto", "doubling", "graphframes", "semi-naive"):
         raise ValueError(f"unknown closure strategy {closure!r}")
     arguments.integer("local_rows", local_rows, minimum=0)
@@ -696,5 +696,5 @@ def run(
              broadcast_rows=broadcast_rows, materialize=materialize, progress=progress,
              seeds=d.magic, display=d.origin, decision=d.goal_relation,
              driver_rows=driver_rows)
-    symmetric.run(r, symmetry)
+    singles.run(r, symmetry, exceptions, program, goal, where, d)
     return SparkResult(r.results((d.answer, d.goal.rel)), r.kinds, r.reports, r.plans, d)

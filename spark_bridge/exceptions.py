@@ -14,10 +14,10 @@ the collapsed shapes already hold ``owner(M, ⊤)`` and ``privilege(⊤, select_
 allow)`` (classes of tables owned by one user, or granted by one role), so 8,640 tables would
 have no extra at all.
 
-**Status.** Only the analysis and the Reach program are here, tested against the in-memory
-engine; ``run()`` does not call this module yet (what is left: the bases found on Spark by a
-subset join, ``W0``'s collapse, Reach evaluated outward from its seeds, the candidates decided
-by a second goal run; benchmarks/RESULTS.md, "rewrite 2").
+**Status.** The analysis here is used by singles.py (rewrite 2 in ``run()``, session 26) as a
+guard: it keeps values whose extras have global or sibling effects with rewrite 1. What the
+extras change is found there on the data (Reach' over ``M(W)`` and ``M(W0)`` in memory), not by
+the Reach program below, which stays tested in memory only.
 
 **The idea.** Let ``F`` be every extra row of the values handled and ``W0 = W − F``. In ``W0``,
 ``v`` has ``C``'s signature, so it is a member of ``C`` (rewrite 1's argument): its answers in

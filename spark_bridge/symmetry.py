@@ -318,10 +318,12 @@ def _sound(program: ir.Program, shapes: list[Any], progress: Callable[[str], Non
     return sound, columns
 
 
-def collapse(run: Any, progress: Callable[[str], None]) -> Collapse | None:
+def collapse(run: Any, progress: Callable[[str], None], extend: Callable[..., Any] | None = None
+             ) -> Collapse | None:
     """Find the classes of ``run``'s inputs (evaluator.py ``_Run``), analyse their shapes
     against ``run.program``, and give the run its inputs over representatives only
-    (``run.internal``). None when no class of two or more is sound to collapse."""
+    (``run.internal``). None when no class of two or more is sound to collapse. ``extend``:
+    rewrite 2's hook (singles.py ``Rewrite.extend``), which adds members to the pairs."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -368,6 +370,9 @@ def collapse(run: Any, progress: Callable[[str], None]) -> Collapse | None:
         pairs = (values.join(F.broadcast(kept.select("sig", "rep")), on="sig")
                  .select("rep", F.col("v").alias("mem")))
         pairs, members = run.materialize(pairs)
+        if extend is not None:
+            pairs, members = extend(run, u, internal, values, classes, kept, pairs, members,
+                                    columns)
     finally:
         classes.unpersist()
         values.unpersist()
@@ -460,7 +465,8 @@ def expand_reasons(c: Collapse, r: Any, df: Any, cols: set[int]) -> Any:
     return out.withColumn("reason_row", row)
 
 
-def run(r: Any, use: bool | None) -> Collapse | None:
+def run(r: Any, use: bool | None, extend: Callable[..., Any] | None = None
+        ) -> Collapse | None:
     """``r.run()`` (evaluator.py ``_Run``), over one representative per sound class when
     ``use`` (None: when the inputs are large, :data:`MIN_BYTES`); every relation a member
     reaches is then expanded (lazily), and with reasons the decision relation's reasons
@@ -468,7 +474,7 @@ def run(r: Any, use: bool | None) -> Collapse | None:
     relations."""
     c = None
     if use is not False and r.inputs and (use or input_bytes(r.inputs) >= MIN_BYTES):
-        c = collapse(r, r.progress)
+        c = collapse(r, r.progress, extend)
     r.run()
     if c is not None:
         r.plans.append(c.summary)

@@ -133,3 +133,19 @@ def test_cli_reports_bad_fact_with_exit_2_and_no_stack(
     assert f"{tmp_path}/grant.csv:3:1: error[bad-fact]: `grant` takes 3 values, got 2" in err
     assert "Traceback" not in err and "\tat " not in err and "Exception" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_names_a_relation_a_goal_run_did_not_compute(
+        spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`-r` with `--goal` names a relation outside the goal's rewritten program (or, after the
+    exceptions rewrite, any but the goal): a coded error, not a KeyError's traceback"""
+    rules = tmp_path / "policy.gl"
+    rules.write_text(POLICY, encoding="utf-8")
+    (tmp_path / "grant.csv").write_text("group,op,resource\neng,read,t1\n", encoding="utf-8")
+    code = spark_cli(["run", "--rules", str(rules), "--input", f"grant={tmp_path}/grant.csv",
+                      "--goal", "allowed(U, read, R)", "-r", "big",
+                      "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "error[not-computed]: `big` is not among this run's results" in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()

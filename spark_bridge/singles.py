@@ -1,0 +1,499 @@
+"""Rewrite 2 on Spark: classes of one run as members of their base class, corrected on the driver.
+
+Rewrite 1 (symmetry.py) evaluates one representative per class of interchangeable values; what
+it leaves are *classes of one*, values with facts of their own (at 100k tables, 9,041 of the
+9,961 tables it evaluates: a table's owner, a grant on it). This module, with a goal
+(``run(..., goal=, exceptions=)``), takes such a value ``v`` as a member of its **base**: the
+collapsed class ``C`` (representative ``r``) of the most rows whose signature is a subset of
+``v``'s; the rest of ``v``'s signature are its **extras** ``F_v`` (exceptions.py). Then:
+
+1. **The world without the extras.** ``W0 = W − F`` (``F``: every handled value's extras). In
+   ``W0``, ``v``'s signature is ``C``'s, so ``v`` is one more member of ``C``: the Spark run adds
+   ``(r, v)`` to rewrite 1's pairs, which drops every row naming ``v`` (its extras with them),
+   evaluates over representatives and expands. ``v``'s answers there are ``r``'s.
+2. **A guard, not the argument** (exceptions.py :func:`~.exceptions.reach`, on the
+   *original* program, per base shape and then for the accepted shapes together): values whose
+   extras could have global or sibling effects (``admin(U) :- owner(T, U)``; a rule relating a
+   table to its sibling) stay with rewrite 1, since step 3's Reach' would then reach every
+   table. The answers' exactness rests on step 1's condition and step 3 alone.
+3. **What the extras change, on the driver, output-sensitive.** The inputs ``W`` and ``W0``
+   are read to the driver and loaded into two in-memory engines (engine/answer/reasoner.py,
+   the original program). **Reach'** (:func:`reach_rows`) is the least set holding ``F`` and
+   the head of every rule instance one of whose literals (positive, or a negated atom: the
+   trigger) is in it and whose other positive literals all hold in ``M(W)``, or all in
+   ``M(W0)`` (comparisons kept, other negations ignored). It holds every fact of ``M(W) Δ
+   M(W0)``: a gained fact's derivation in ``W`` fails in ``W0``, so a positive literal of it
+   was gained or a negated one lost (by induction on strata and rank, in Reach'), its other
+   positive literals hold in ``M(W)``; a lost fact's least-rank derivation in ``W0`` fails in
+   ``W``, likewise with ``M(W0)``. Each (rule, trigger) is compiled once with the trigger's
+   variables bound and run on the engines' goal-directed views, so the cost follows what the
+   extras reach (the users holding a role granted on the table, its owner), not every user
+   × table. Each goal row in Reach' is decided in both engines: ``add`` = the rows that hold
+   in ``W`` only, ``drop`` = in ``W0`` only. The Spark answers (``M(W0)``'s, by rewrite 1)
+   lose ``drop`` (an anti join on whole rows) and gain ``add``: exactly ``M(W)``'s.
+
+**What keeps ``W0`` a world where rewrite 1 holds** (checked on the data): every row of
+``F_v`` names no value other than ``v`` that is collapsed in ``W0`` (a member of a collapsed
+class, or another handled value), so removing ``F`` leaves every collapsed class's rows as they
+were and gives ``v`` exactly ``C``'s signature (``v`` is dropped otherwise: it stays with
+rewrite 1). **What keeps the analysis one abstraction**: the handled values of every base shape
+accepted together are analysed at once (``M`` any member of their base classes, ``V`` any
+handled value), so that a Reach instance joining facts of two base classes is seen; that needs
+every input row to hold at most one such value, which the base shapes show (no two of their
+rows, of one relation, could be one row with members of two classes: one has ``M`` where the
+other has ``⊤`` and the reverse); otherwise only the largest accepted shape is handled.
+Shapes refused (a role with one more holder: ``allow_applies(U, P, O)`` does not name the
+role, a global effect) keep rewrite 1 for their values.
+
+**Bounds.** Inputs of more than :data:`DRIVER_LIMIT` rows: no rewrite 2 (said in the
+progress line). With reasons (``with_reasons``), or without a goal: no rewrite 2. Only the
+goal's answers (``relations[<goal relation>]``) are corrected; the rewritten program's other
+relations hold the handled values as members of their base class (``W0``), so a run
+that applied rewrite 2 hands out the goal's answers only (``SparkResult.relations``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from grantlog.engine.answer.reasoner import Reasoner
+from grantlog.engine.compile.compiler import compile_goal
+from grantlog.engine.core import ir
+from grantlog.engine.plan.codegen import compile_plan
+from grantlog.engine.plan.join import plan_bound
+from grantlog.grammar.diagnostics import plural
+
+from . import encoding, local
+from . import symmetry as symmetric
+from .exceptions import reach
+from .symmetry import BLANK, OTHER, TOP, Abstract, M
+
+#: inputs (rows read to the driver for the exact answers) of more rows: no rewrite 2
+DRIVER_LIMIT = 2_000_000
+#: candidates' cells (their blanked rows) read to the driver to find bases: at most this many
+MAX_CELLS = 4_000_000
+
+
+class Skip(Exception):
+    """Rewrite 2 does not apply to this run (why: the message)."""
+
+
+def _abstract(row: list[str]) -> tuple[str, Abstract]:
+    rel, *cols = row
+    return rel, tuple(M if c == BLANK else TOP if c == OTHER else encoding.decode(c)
+                      for c in cols)
+
+
+def _shape(rows: Any) -> dict[str, set[Abstract]]:
+    out: dict[str, set[Abstract]] = {}
+    for row in rows:
+        rel, a = _abstract(list(row))
+        out.setdefault(rel, set()).add(a)
+    return out
+
+
+def clash(shapes: list[Mapping[str, set[Abstract]]]) -> bool:
+    """whether some input row could hold members of two classes of these ``shapes`` (two
+    classes of one shape too): two rows of one relation, ``M`` in one where the other has
+    ``⊤`` and the reverse, equal elsewhere"""
+    rows: dict[str, set[Abstract]] = {}
+    for s in shapes:
+        for rel, got in s.items():
+            rows.setdefault(rel, set()).update(got)
+    for got in rows.values():
+        for a in got:
+            for b in got:
+                if any(x is M for x in a) and all(
+                        (x is M and y is TOP) or (x is TOP and y is M)
+                        or (x is not M and y is not M and x == y)
+                        for x, y in zip(a, b, strict=True)):
+                    return True
+    return False
+
+
+@dataclass
+class _Class:
+    sig: str
+    rep: str
+    n: int
+    sh: str
+    rows: frozenset[tuple[str, ...]]
+
+
+@dataclass
+class Found:
+    """What :meth:`Rewrite.extend` found: the handled values (value -> representative of its
+    base) and the answers' corrections (whole goal rows, internal encoding)."""
+    handled: dict[str, str] = field(default_factory=dict)
+    add: list[tuple[str, ...]] = field(default_factory=list)
+    drop: list[tuple[str, ...]] = field(default_factory=list)
+    summary: str = ""
+
+
+class Rewrite:
+    """Rewrite 2 for one goal run (:func:`run`): :meth:`extend` is symmetry.py's hook, called
+    with rewrite 1's classes over ``W``."""
+
+    def __init__(self, program: ir.Program, goal: str, where: str | None, atom: ir.Atom,
+                 answer: str, progress: Callable[[str], None], limit: int) -> None:
+        self.program = program  # the original program (exceptions.py: not the rewrite)
+        self.text = goal + (f", {where}" if where else "")
+        self.atom = atom
+        self.answer = answer
+        self.progress = progress
+        self.limit = limit
+        self.found: Found | None = None
+
+    def extend(self, run: Any, cells: Any, internal: dict[str, Any], values: Any,
+               classes: Any, kept: Any, pairs: Any, members: int,
+               columns: Mapping[str, set[int]]) -> tuple[Any, int]:
+        """symmetry.py :func:`~.symmetry.collapse`'s hook: the pairs with each handled value
+        added as a member of its base class (or as they are, and why, in the progress)"""
+        t0 = time.perf_counter()
+        try:
+            found, extra = self._extend(run, cells, internal, values, classes, kept, pairs,
+                                        columns)
+        except Skip as why:
+            self.progress(f"exceptions: off: {why}")
+            return pairs, members
+        found.summary = (f"exceptions: {plural(len(found.handled), 'value')} of their own "
+                         f"facts run as members of their base class; "
+                         f"{len(found.add):,} answers added, "
+                         f"{len(found.drop):,} dropped ({time.perf_counter() - t0:.1f} s)")
+        self.progress(found.summary)
+        self.found = found
+        return pairs.unionByName(extra), members + len(found.handled)
+
+    def _extend(self, run: Any, cells: Any, internal: dict[str, Any], values: Any,
+                classes: Any, kept: Any, pairs: Any, columns: Mapping[str, set[int]]
+                ) -> tuple[Found, Any]:
+        from pyspark.sql import functions as F
+
+        got = kept.select("sig", "rep", "n", "sh", "shape").collect()
+        if not got:
+            raise Skip("no class")
+        shapes = {g["sh"]: _shape(g["shape"]) for g in got}
+        # the classes of one whose abstract rows hold some class's shape: the candidates
+        ones = (values.groupBy("sig").agg(F.count(F.lit(1)).alias("n"))
+                .filter(F.col("n") == 1).select("sig"))
+        cond = None
+        for s in {tuple(tuple(r) for r in g["shape"]) for g in got}:
+            lit = F.array(*[F.array(*[F.lit(c) for c in r]) for r in s])
+            holds = F.size(F.array_except(lit, F.col("shape"))) == 0
+            cond = holds if cond is None else cond | holds
+        cand = values.join(ones, on="sig").filter(cond).select("v")
+        reps = kept.select(F.col("rep").alias("v"))
+        mine = (cells.join(F.broadcast(cand.unionByName(reps)), on="v")
+                .select("v", F.to_json("b").alias("b"), F.to_json("a").alias("a")).distinct())
+        rows = mine.limit(MAX_CELLS + 1).collect()
+        if len(rows) > MAX_CELLS:
+            raise Skip(f"more than {MAX_CELLS:,} cells of candidates")
+        by: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {}
+        for x in rows:
+            by.setdefault(x["v"], {})[tuple(json.loads(x["b"]))] = tuple(json.loads(x["a"]))
+        classes_ = [_Class(g["sig"], g["rep"], g["n"], g["sh"], frozenset(by.get(g["rep"], {})))
+                    for g in got]
+        repset = {c.rep for c in classes_}
+        # each class by its rarest row: a candidate looks up its own rows only
+        count: dict[tuple[str, ...], int] = {}
+        for c in classes_:
+            for row in c.rows:
+                count[row] = count.get(row, 0) + 1
+        index: dict[tuple[str, ...], list[_Class]] = {}
+        for c in classes_:
+            if c.rows:
+                index.setdefault(min(c.rows, key=lambda r: (count[r], r)), []).append(c)
+        base: dict[str, _Class] = {}
+        for v, mine_ in by.items():
+            if v in repset:
+                continue
+            own = set(mine_)
+            best = None
+            for row in own:
+                for c in index.get(row, ()):
+                    if c.rows <= own and (best is None or (len(c.rows), c.n, best.rep)
+                                          > (len(best.rows), best.n, c.rep)):
+                        best = c
+            if best is not None and len(best.rows) < len(own):
+                base[v] = best
+        if not base:
+            raise Skip("no class of one has a base")
+        # extras naming another collapsed value (a member, another handled value): not handled
+        others: dict[str, set[str]] = {}
+        for v, c in base.items():
+            for row in set(by[v]) - c.rows:
+                others[v] = others.get(v, set()) | {x for x in row[1:] if x != BLANK}
+        named = set().union(*others.values()) if others else set()
+        collapsed = set()
+        if named:
+            probe = local.frame(run, [(x,) for x in sorted(named)], 1, ["x"])
+            collapsed = {x["mem"] for x in pairs.join(F.broadcast(probe),
+                                                      F.col("mem") == F.col("x"))
+                         .select("mem").collect()}
+        base = {v: c for v, c in base.items()
+                if not (others.get(v, set()) & (collapsed | set(base)))}
+        handled, _k = self._analyse(base, by, shapes)
+        if not handled:
+            raise Skip("no base shape is local")
+        found = Found({v: c.rep for v, c in handled.items()})
+        extras: dict[str, set[tuple[str, ...]]] = {}
+        for v, c in handled.items():
+            for row in set(by[v]) - c.rows:
+                extras.setdefault(row[0], set()).add(
+                    tuple(v if x == BLANK else x for x in row[1:]))
+        self._exact(run, internal, found, extras)  # what the extras change: decided
+        extra = local.frame(run, sorted((r, v) for v, r in found.handled.items()), 2,
+                            ["rep", "mem"])
+        # the extras go with their values: rewrite 1 drops a member's rows only in the
+        # columns its classes' shapes reach, which need not hold an extra row's value
+        at: dict[str, set[int]] = {}
+        for v in handled:
+            for row in set(by[v]) - handled[v].rows:
+                at.setdefault(row[0], set()).update(
+                    i for i, x in enumerate(row[1:]) if x == BLANK)
+        gone = extra.select(F.col("mem").alias("_h"))
+        for rel, cols in at.items():
+            df = internal[rel]
+            names = df.columns
+            for i in sorted(cols - columns.get(rel, set())):
+                df = df.join(F.broadcast(gone), F.col(f"c{i}") == F.col("_h"), "left_anti")
+            internal[rel] = df.select(*names)
+        return found, extra
+
+    def _analyse(self, base: dict[str, _Class], by: Mapping[str, Mapping[tuple[str, ...],
+                                                                      tuple[str, ...]]],
+                 shapes: Mapping[str, dict[str, set[Abstract]]]
+                 ) -> tuple[dict[str, _Class], int | None]:
+        """the handled values (exceptions.py :func:`~.exceptions.reach` per base shape, then
+        the accepted shapes together) and the goal's column they are decided in (None: the
+        goal never names them)"""
+        groups: dict[str, list[str]] = {}
+        for v, c in base.items():
+            groups.setdefault(c.sh, []).append(v)
+        vars_ = [i for i, t in enumerate(self.atom.args) if isinstance(t, ir.Var)
+                 and sum(1 for u in self.atom.args if u == t) == 1]
+
+        def extras(vs: list[str]) -> dict[str, set[Abstract]]:
+            out: dict[str, set[Abstract]] = {}
+            for v in vs:
+                for row in set(by[v]) - base[v].rows:
+                    rel, a = _abstract(list(by[v][row]))
+                    out.setdefault(rel, set()).add(a)
+            return out
+
+        def verdict(shs: list[str]) -> tuple[str | None, set[int]]:
+            both: dict[str, set[Abstract]] = {}
+            for sh in shs:
+                for rel, rows in shapes[sh].items():
+                    both.setdefault(rel, set()).update(rows)
+            if len(shs) > 1 and clash([shapes[sh] for sh in shs]):
+                return "rows could hold members of two classes", set()
+            got = reach(self.program, both, extras([v for sh in shs for v in groups[sh]]))
+            if got.refused:
+                return got.refused, set()
+            cols = got.columns().get(self.atom.rel, set())
+            if not cols <= set(vars_) or len(cols) > 1:
+                return f"the goal names a value in columns {sorted(cols)}", set()
+            return None, cols
+
+        ok: list[str] = []
+        for sh in sorted(groups, key=lambda s: -len(groups[s])):
+            why, _cols = verdict([sh])
+            if why is None and not clash([shapes[sh]]):
+                ok.append(sh)
+            elif why is not None:
+                self.progress(f"exceptions: refused {plural(len(groups[sh]), 'value')} "
+                              f"based on one shape: {why}")
+        if not ok:
+            return {}, None
+        why, cols = verdict(ok)
+        if why is not None:
+            self.progress(f"exceptions: the accepted shapes together: {why}; the largest only")
+            ok = ok[:1]
+            why, cols = verdict(ok)
+            assert why is None
+        return {v: base[v] for sh in ok for v in groups[sh]}, next(iter(cols), None)
+
+    def _exact(self, run: Any, internal: Mapping[str, Any], found: Found,
+               extras: Mapping[str, set[tuple[str, ...]]]) -> None:
+        """``add`` and ``drop`` (module doc, step 3): ``W`` and ``W0`` in memory, Reach'
+        from the extras, its goal rows decided in both"""
+        left = self.limit
+        w, w0 = Reasoner(self.program), Reasoner(self.program)
+        seeds: list[tuple[str, ir.Row]] = []
+        with w.transaction() as tx, w0.transaction() as tx0:
+            for rel, df in internal.items():
+                got = df.limit(left + 1).collect()
+                left -= len(got)
+                if left < 0:
+                    raise Skip(f"the inputs pass {self.limit:,} rows")
+                gone = extras.get(rel, set())
+                rows = [tuple(encoding.decode(x) for x in r) for r in got]
+                tx.insert(rel, rows)
+                tx0.insert(rel, [r for r, e in zip(rows, got, strict=True)
+                                 if tuple(e) not in gone])
+                seeds += [(rel, r) for r, e in zip(rows, got, strict=True) if tuple(e) in gone]
+            for rel, df in run.inputs.items():  # relations of no column: a row or none
+                if not self.program.relations[rel].arity and df.limit(1).count():
+                    tx.insert(rel, [()])
+                    tx0.insert(rel, [()])
+        body, _names = compile_goal(self.program, self.text)
+        atom = body[0] if body else None
+        if not isinstance(atom, ir.Atom) or atom.rel != self.atom.rel:
+            raise Skip("the goal's atom is not its first literal")
+        reached = reach_rows(self.program, w, w0, seeds, atom)
+        names = {t.name for t in atom.args if isinstance(t, ir.Var)}
+        rule = ir.Rule(-1, "<goal>", ir.Atom("<goal>", ()), body)
+        fn = compile_plan(plan_bound(rule, names))
+        for row in sorted(reached.get(atom.rel, ()), key=ir.row_key):
+            b = _bind(atom, row, {})
+            if b is None:
+                continue
+            now, before = _holds(fn, w, b), _holds(fn, w0, b)
+            if now != before:
+                (found.add if now else found.drop).append(
+                    tuple(encoding.encode(x) for x in row))
+
+
+def _bind(atom: ir.Atom, row: ir.Row, b: dict[str, ir.Value]) -> dict[str, ir.Value] | None:
+    """``b`` extended so that ``atom`` reads ``row`` (None: it cannot)"""
+    nb = dict(b)
+    for t, x in zip(atom.args, row, strict=True):
+        if isinstance(t, ir.Const):
+            if t.value != x or type(t.value) is not type(x):
+                return None
+        elif t.name in nb:
+            if nb[t.name] != x or type(nb[t.name]) is not type(x):
+                return None
+        else:
+            nb[t.name] = x
+    return nb
+
+
+def _holds(fn: Any, mem: Reasoner, b: Mapping[str, ir.Value]) -> bool:
+    out: set[ir.Row] = set()
+    ctx = mem.view()  # a view per read: the engine bounds what its reads keep
+    fn(ctx.F, None, ctx.index, out.add, b)
+    return bool(out)
+
+
+def cone(program: ir.Program, goal: ir.Atom) -> list[ir.Rule]:
+    """the rules ``goal`` depends on: of its relation, those whose head may match the goal or
+    an atom of that relation read by a rule kept (constants compared), and every rule of the
+    other relations they read, transitively"""
+    def may(head: ir.Atom, atom: ir.Atom) -> bool:
+        return all(not (isinstance(t, ir.Const) and isinstance(g, ir.Const)
+                        and t.value != g.value) for t, g in zip(head.args, atom.args,
+                                                              strict=True))
+
+    patterns, rels, kept = [goal], {goal.rel}, set()
+    changed = True
+    while changed:
+        changed = False
+        for i, rule in enumerate(program.rules):
+            if i in kept or rule.head.rel not in rels:
+                continue
+            if rule.head.rel == goal.rel and not any(may(rule.head, a) for a in patterns):
+                continue
+            kept.add(i)
+            changed = True
+            for lit in rule.body:
+                atom = lit.atom if isinstance(lit, ir.Neg) else lit
+                if isinstance(atom, ir.Atom):
+                    rels.add(atom.rel)
+                    if atom.rel == goal.rel:
+                        patterns.append(atom)
+    return [r for i, r in enumerate(program.rules) if i in kept]
+
+
+def reach_rows(program: ir.Program, w: Reasoner, w0: Reasoner,
+               seeds: list[tuple[str, ir.Row]], goal: ir.Atom | None = None
+               ) -> dict[str, set[ir.Row]]:
+    """Reach' on the data (module doc): the least set holding ``seeds`` (the extras) and the
+    head of every rule instance one of whose literals (positive or negated, the trigger) is
+    in it and whose other positive literals all hold in ``w`` (``M(W)``), or all in ``w0``
+    (``M(W0)``); comparisons kept, other negations ignored. Each (rule, trigger) is compiled
+    once, its trigger's variables bound. With ``goal``, only the rules of its :func:`cone`:
+    the rest cannot change its rows."""
+    plans: dict[str, list[tuple[ir.Atom, str, Any]]] = {}
+    for rule in (program.rules if goal is None else cone(program, goal)):
+        for i, lit in enumerate(rule.body):
+            trigger = lit.atom if isinstance(lit, ir.Neg) else lit
+            if not isinstance(trigger, ir.Atom):
+                continue
+            rest = tuple(x for j, x in enumerate(rule.body)
+                         if j != i and not isinstance(x, ir.Neg))
+            bound = {t.name for t in trigger.args if isinstance(t, ir.Var)}
+            other = ir.Rule(rule.index, rule.name, rule.head, rest)
+            # the atoms ordered by the engine's statistics (as its queries are)
+            order = w.planner.order(other, frozenset(bound))
+            plan = (plan_bound(other, bound, program.virtual, order) if order
+                    else plan_bound(other, bound))
+            plans.setdefault(trigger.rel, []).append((trigger, rule.head.rel,
+                                                      compile_plan(plan)))
+    seen: dict[str, set[ir.Row]] = {}
+    todo = []
+    for rel, row in seeds:
+        if row not in seen.setdefault(rel, set()):
+            seen[rel].add(row)
+            todo.append((rel, row))
+    while todo:
+        rel, row = todo.pop()
+        for trigger, head, fn in plans.get(rel, ()):
+            b = _bind(trigger, row, {})
+            if b is None:
+                continue
+            out: set[ir.Row] = set()
+            for mem in (w, w0):
+                ctx = mem.view()  # a view per read: the engine bounds what its reads keep
+                fn(ctx.F, None, ctx.index, out.add, b)
+            known = seen.setdefault(head, set())
+            for got in out - known:
+                known.add(got)
+                todo.append((head, got))
+    return seen
+
+
+def correct(r: Any, found: Found, answer: str) -> None:
+    """the answers of ``r`` (evaluator.py ``_Run``, after rewrite 1's expansion: ``M(W0)``'s)
+    minus ``found.drop``, plus ``found.add`` (whole rows, members of every class named)"""
+    from pyspark.sql import functions as F
+
+    df = r.full[answer]
+    cols = list(df.columns)
+    arity = len(cols)
+    if found.drop:
+        drop = local.frame(r, found.drop, arity, cols)
+        df = df.join(F.broadcast(drop), on=cols, how="left_anti").select(*cols)
+    if found.add:
+        df = df.unionByName(local.frame(r, found.add, arity, cols))
+    r.full[answer] = df
+    r.sizes.pop(answer, None)
+
+
+def run(r: Any, symmetry: bool | None, exceptions: bool | None, program: ir.Program,
+        goal: str, where: str | None, d: Any, limit: int = DRIVER_LIMIT) -> None:
+    """``symmetry.run(r, symmetry)`` for a goal run (``d``: its demand rewrite of
+    ``program``), with rewrite 2 (module doc) when ``exceptions`` (None: when rewrite 1 runs
+    and classes of one have a base; True turns rewrite 1 on; not with reasons)."""
+    if exceptions is True and symmetry is False:
+        raise ValueError("exceptions=True needs symmetry (rewrite 1)")
+    if exceptions is False or r.with_reasons:
+        if exceptions and r.with_reasons:
+            r.progress("exceptions: off: with reasons")
+        symmetric.run(r, symmetry)
+        return
+    rw = Rewrite(program, goal, where, d.goal, d.answer, r.progress, limit)
+    c = symmetric.run(r, True if exceptions else symmetry, rw.extend)
+    if rw.found is not None and c is not None:
+        r.plans.append(rw.found.summary)
+        if rw.found.add or rw.found.drop:
+            correct(r, rw.found, d.answer)
+        # only the goal's answers are M(W)'s; the other relations hold W0 (the handled values
+        # as members of their base class): not handed out (the CLI's `-r` says so)
+        for rel in [x for x in r.full if x != d.answer]:
+            del r.full[rel]

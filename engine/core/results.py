@@ -108,6 +108,9 @@ class Transaction:
         #: relation -> the rows of its only write so far, inserts of :data:`BATCH` rows or
         #: more without an interval, as given (its dict in :attr:`ops` made when read)
         self._batches: dict[str, list[ir.Row]] = {}
+        #: the batches a reasoner took (:meth:`batches`), put back in :attr:`ops` when read
+        #: after the commit (the lists as given: no copy)
+        self._taken: dict[str, list[ir.Row]] = {}
         #: the rows inserted with a validity interval: (valid_from, valid_until) as given
         #: (engine/answer/validity.py checks and applies them)
         self.valid: dict[str, dict[ir.Row, tuple[object, object]]] = {}
@@ -123,18 +126,25 @@ class Transaction:
             for rel, rows in self._batches.items():
                 self._ops[rel] = dict.fromkeys(rows, True)
             self._batches = {}
+        if self._taken and self.revision is not None:  # committed: a later reader's
+            for rel, rows in self._taken.items():
+                self._ops[rel] = dict.fromkeys(rows, True)
+            self._taken = {}
         return self._ops
 
     def batches(self) -> dict[str, list[ir.Row]]:
         """The relations whose only write inserted :data:`BATCH` rows or more (no interval
         given in the transaction), each with its rows as given (a row may come twice),
-        taken out of :attr:`ops`: a reasoner makes the relation's dict of them at once."""
+        taken out of :attr:`ops` until the transaction has committed (:attr:`revision`
+        set; then :attr:`ops` holds them again): a reasoner makes the relation's dict of
+        them at once."""
         got = self._batches
         if self.valid or VALID in self._ops:
             return {}
         for rel in got:
             del self._ops[rel]
         self._batches = {}
+        self._taken.update(got)  # (a second call takes nothing)
         return got
 
     def insert(self, rel: str, rows: Iterable[Sequence[ir.Value]], valid_from: object = None,

@@ -142,12 +142,14 @@ class Batch:
 class BatchChange(Change):
     """The change of a relation a bulk load filled (:class:`Batch`): ``added`` is the set of
     the rows given, made when first read (the caller asked for the changes), not at the
-    load; ``removed`` is empty. Reads (and compares) as a :class:`Change`."""
+    load; ``removed`` is empty (unless given, as by ``dataclasses.replace``). Reads (and
+    compares) as a :class:`Change`."""
 
-    def __init__(self, rows: Mapping[Row, Any]) -> None:
-        self._rows = rows
-        self._added: set[Row] | None = None
-        self.removed = set()
+    def __init__(self, rows: Mapping[Row, Any] | None = None, added: set[Row] | None = None,
+                 removed: set[Row] | None = None) -> None:  # (``dataclasses.replace``'s too)
+        self._rows = {} if rows is None else rows
+        self._added = added
+        self.removed = set() if removed is None else removed
 
     @property
     def added(self) -> set[Row]:

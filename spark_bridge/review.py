@@ -28,11 +28,22 @@ more (sizes: the base relations' and the computed ones' counts, and for a lazy r
 bound its rules give: the sum over its rules of the product of their scans' rows); a
 negation is one left join with the gaps of the negated rows' intervals.
 
+Two rewrites of the plans for size (neither changes an answer; tests/test_spark_review_plan.py):
+a *product view*, a one-rule relation none of whose atoms binds its whole head (users
+registered for every object of their site), is unfolded into its callers
+(:func:`unfold_products`), so its rows (users × objects) are never computed; and a rule's
+bindings that may hold more than :data:`DISTINCT_ROWS` rows lose their exact duplicates
+where its plan first drops a variable before a later join (a user reaching one grant
+through several roles, before the join that expands a grant to every object below it).
+
 Few Spark jobs (:meth:`_Temporal.run`): the base facts are the driver's rows and a
 non-recursive stratum a lazy plan (no job); lazy relations still to be read are computed
 together, one job for all (:meth:`_Temporal.settle`), before a recursive stratum or when a
 plan grows past ``PLAN_LIMIT`` reads; a recursive stratum costs one job per round. So the
 jobs follow the recursion's rounds, not the number of strata (:class:`Jobs` counts them).
+A relation of such a job is a filter of its one checkpoint: when that holds more than
+:data:`SPLIT_ROWS` rows, its small relations are read back to the driver by one job more
+(:meth:`_Temporal._small_to_driver`), so reading them later does not scan the large ones.
 
 Interchangeable values (spark_bridge/review_symmetry.py): values with the same rows and the same
 intervals are collapsed to one representative per class before the rules run, and the
@@ -69,6 +80,13 @@ from .evaluator import PLAN_LIMIT, rel_cols
 LOW, HIGH = -(2**62), 2**62
 #: a relation (or delta) known to hold at most this many rows is broadcast to its joins
 BROADCAST_ROWS = 100_000
+#: a rule's bindings that may hold more rows than this lose their duplicates (``distinct``)
+#: where its plan first drops a variable before a later join (:meth:`_Temporal.rule_df`)
+DISTINCT_ROWS = 1_000_000
+#: a checkpoint of more rows than this gives its small relations (at most
+#: :data:`BROADCAST_ROWS` rows each, :data:`DRIVER_ROWS` in all) to the driver
+#: (:meth:`_Temporal._small_to_driver`)
+SPLIT_ROWS, DRIVER_ROWS = 1_000_000, 500_000
 #: the Parquet layout (docs/history.md)
 COLUMNS = ("subject", "operation", "resource", "from_revision", "from_time",
            "until_revision", "until_time", "held_at_since")
@@ -93,6 +111,8 @@ class _Temporal:
         self.sizes: dict[str, int] = {}
         #: (frame, flag value) -> rows, of the last :meth:`settle`
         self.counts: dict[tuple[Any, Any], int] = {}
+        #: the last :meth:`settle`'s checkpoint (its tagged union) and its keys in order
+        self.kept: tuple[Any, list[Any]] = (None, [])
 
     # -- relations --------------------------------------------------------------------------
 
@@ -139,13 +159,19 @@ class _Temporal:
         :meth:`_rows`; ``delta_sizes``: the deltas' rows). A join of a side of at most
         :data:`BROADCAST_ROWS` rows with one that may hold more broadcasts the small side
         (a shuffle of the big one saved); two small sides are joined as they are (a
-        broadcast of a computed relation is a Spark job of its own)."""
+        broadcast of a computed relation is a Spark job of its own). Where the plan first
+        drops a variable before its last join, bindings that may hold more than
+        :data:`DISTINCT_ROWS` rows lose their exact duplicates (``distinct``: rows and
+        intervals; overlapping ones are merged by the stratum's coalesce), so the later
+        joins do not multiply them."""
         F = self.F
         v = encoding.VarColumns()
         expr = v.expr
 
         steps = plan.steps
         need = planner.needed(plan)
+        last = max((i for i, s in enumerate(steps) if isinstance(s, Scan)), default=-1)
+        deduped = False
         b: Any = None
         most = 1  # at most this many rows so far (the product of the rows of the scans)
         for i, s in enumerate(steps):
@@ -190,6 +216,8 @@ class _Temporal:
             keep = [v(n) for n in sorted(need[i]) if v(n) in b.columns] + ["lo", "hi"]
             if len(keep) < len(b.columns):
                 b = b.select(*keep)
+                if isinstance(s, Scan) and not deduped and i < last and most > DISTINCT_ROWS:
+                    b, deduped = b.distinct(), True  # before a later join multiplies them
         if b is None:
             b = self._whole()
         head = [expr(t).alias(f"c{i}") for i, t in enumerate(plan.head.args)] or [
@@ -262,6 +290,7 @@ class _Temporal:
         if both.rdd.getNumPartitions() > n:
             both = both.coalesce(n)
         kept = both.localCheckpoint(eager=False)
+        self.kept = (kept, keys)
         by = ["_r", *([flag] if flag else [])]
         for row in kept.groupBy(*by).count().collect():  # the one job
             self.counts[(keys[row["_r"]], row[flag] if flag else None)] = row["count"]
@@ -284,8 +313,35 @@ class _Temporal:
             for rel, df in self.settle(lazy).items():
                 self.full[rel], self.weight[rel] = df, 1
                 self.sizes[rel] = self.counts.get((rel, None), 0)  # none: no rows
+            self._small_to_driver(lazy)
             if say is not None:
                 say("computed " + ", ".join(f"{rel} ({self.sizes[rel]})" for rel in lazy))
+
+    def _small_to_driver(self, settled: Mapping[str, Any]) -> None:
+        """After :meth:`settle`, the small relations of a large checkpoint read back as the
+        driver's rows (one more job, one scan): each relation of a checkpoint is a filter of
+        its one tagged union, so every later read of a relation of a few thousand rows would
+        scan all of it (tens of millions of rows beside it). Only when the checkpoint holds
+        more than :data:`SPLIT_ROWS` rows; relations of at most :data:`BROADCAST_ROWS` rows,
+        :data:`DRIVER_ROWS` in all at most."""
+        F = self.F
+        total = sum(self.sizes[rel] for rel in settled)
+        small = sorted((rel for rel in settled
+                        if self.sizes[rel] <= BROADCAST_ROWS and self.program.relations[rel].arity),
+                       key=lambda rel: self.sizes[rel])
+        while small and sum(self.sizes[rel] for rel in small) > DRIVER_ROWS:
+            small.pop()
+        if total <= SPLIT_ROWS or not small:
+            return
+        kept, keys = self.kept
+        index = {rel: keys.index(rel) for rel in small}
+        rows: dict[int, list[tuple[Any, ...]]] = {i: [] for i in index.values()}
+        for row in kept.filter(F.col("_r").isin(list(index.values()))).collect():
+            arity = self.program.relations[keys[row["_r"]]].arity
+            rows[row["_r"]].append((*(row[f"x{j}"] for j in range(arity)), row["lo"], row["hi"]))
+        for rel, i in index.items():
+            self.full[rel] = self.spark.createDataFrame(
+                rows[i], self._schema(self.program.relations[rel].arity))
 
     def _weight(self, st: ir.Stratum) -> int:
         """About how many relation reads a stratum's lazy plan holds: its rules' reads, each
@@ -398,6 +454,33 @@ def _keeps_all(plan: RulePlan) -> bool:
                for lit in plan.rule.body if isinstance(lit, ir.Atom) for t in lit.args)
 
 
+def unfold_products(program: ir.Program) -> ir.Program:
+    """``program`` with every positive call of a *product view* replaced by the view's body
+    (engine/plan/magic.py ``unfold_views``; the relation stays defined for negated calls,
+    and is dropped when nothing reads it any more). A product view is a one-rule relation
+    outside recursion (engine/core/analyses.py ``views``) none of whose positive atoms binds
+    all of its head's variables: its rows can outnumber every relation it reads (a join on a
+    column of few values pairs everything on one side with everything on the other), so
+    computing it costs more than the joins of its callers, which bind most of its head.
+    Exact with intervals too: a caller's row holds at ``t`` iff some derivation's facts all
+    hold at ``t``, whether the view's rows are computed first or not."""
+    from grantlog.engine.core import analyses
+    from grantlog.engine.plan.magic import unfold_views
+
+    def product(rule: ir.Rule) -> bool:
+        head = {t.name for t in rule.head.args if isinstance(t, ir.Var)}
+        return not any(head <= {t.name for t in a.args if isinstance(t, ir.Var)}
+                       for a in rule.body if isinstance(a, ir.Atom))
+
+    views = frozenset(rel for rel, rule in analyses.views(program).items()
+                      if rel != program.decision and product(rule))
+    if not views:
+        return program
+    # no relation is the goal here: every caller's calls are unfolded
+    out, _, _ = unfold_views(program, views, "")
+    return restrict(out, [program.decision])
+
+
 def _atoms(rule: ir.Rule) -> list[ir.Atom]:
     """The atoms a rule's body reads, negated ones included."""
     return [lit.atom if isinstance(lit, ir.Neg) else lit for lit in rule.body
@@ -426,7 +509,8 @@ def intervals(spark: Any, p: Period, say: Any = None, symmetry: bool | None = No
         spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="grantlog-review-"))
     parts = []
     for s in p.stretches:
-        cut = Stretch(restrict(s.program, [s.program.decision]), s.start, s.end, s.facts)
+        cut = Stretch(unfold_products(restrict(s.program, [s.program.decision])), s.start,
+                      s.end, s.facts)
         c = review_symmetry.find(cut, cut.program) if review_symmetry.use(cut, symmetry) \
             else None
         if c is not None and say is not None:

@@ -70,7 +70,7 @@ from grantlog.grammar.diagnostics import plural
 from . import encoding, local
 from . import symmetry as symmetric
 from .exceptions import reach
-from .symmetry import BLANK, OTHER, TOP, Abstract, M
+from .symmetry import BLANK, TOP, Abstract, M
 
 #: inputs (rows read to the driver for the exact answers) of more rows: no rewrite 2
 DRIVER_LIMIT = 2_000_000
@@ -80,20 +80,6 @@ MAX_CELLS = 4_000_000
 
 class Skip(Exception):
     """Rewrite 2 does not apply to this run (why: the message)."""
-
-
-def _abstract(row: list[str]) -> tuple[str, Abstract]:
-    rel, *cols = row
-    return rel, tuple(M if c == BLANK else TOP if c == OTHER else encoding.decode(c)
-                      for c in cols)
-
-
-def _shape(rows: Any) -> dict[str, set[Abstract]]:
-    out: dict[str, set[Abstract]] = {}
-    for row in rows:
-        rel, a = _abstract(list(row))
-        out.setdefault(rel, set()).add(a)
-    return out
 
 
 def clash(shapes: list[Mapping[str, set[Abstract]]]) -> bool:
@@ -176,7 +162,7 @@ class Rewrite:
         got = kept.select("sig", "rep", "n", "sh", "shape").collect()
         if not got:
             raise Skip("no class")
-        shapes = {g["sh"]: _shape(g["shape"]) for g in got}
+        shapes = {g["sh"]: symmetric.parse_shape(g["shape"]) for g in got}
         # the classes of one whose abstract rows hold some class's shape: the candidates
         ones = (values.groupBy("sig").agg(F.count(F.lit(1)).alias("n"))
                 .filter(F.col("n") == 1).select("sig"))
@@ -281,7 +267,7 @@ class Rewrite:
             out: dict[str, set[Abstract]] = {}
             for v in vs:
                 for row in set(by[v]) - base[v].rows:
-                    rel, a = _abstract(list(by[v][row]))
+                    rel, a = symmetric.abstract(by[v][row])
                     out.setdefault(rel, set()).add(a)
             return out
 

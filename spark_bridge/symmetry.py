@@ -68,7 +68,7 @@ such column (:func:`expand`; lazily: only what is read costs).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -264,11 +264,19 @@ def constants(program: ir.Program) -> set[ir.Value]:
 BLANK, OTHER = "\x00", "\x01"
 
 
-def _parse_shape(parts: list[list[str]]) -> dict[str, set[Abstract]]:
+def abstract(row: Sequence[str]) -> tuple[str, Abstract]:
+    """A blanked input row (relation, then cells: :data:`BLANK`, :data:`OTHER` or an
+    internal value) as its relation and abstract row (``M``, ``⊤``, constants)."""
+    rel, *cols = row
+    return rel, tuple(M if c == BLANK else TOP if c == OTHER else encoding.decode(c)
+                      for c in cols)
+
+
+def parse_shape(parts: Iterable[Sequence[str]]) -> dict[str, set[Abstract]]:
+    """A class's blanked rows as a shape: relation -> its abstract rows."""
     out: dict[str, set[Abstract]] = {}
     for p in parts:
-        rel, *cols = p
-        row = tuple(M if c == BLANK else TOP if c == OTHER else encoding.decode(c) for c in cols)
+        rel, row = abstract(p)
         out.setdefault(rel, set()).add(row)
     return out
 
@@ -301,7 +309,7 @@ def _sound(program: ir.Program, shapes: list[Any], progress: Callable[[str], Non
     columns: dict[str, set[int]] = {}
     refused = []
     for s in shapes:
-        verdict = analyse(program, _parse_shape([list(r) for r in s["shape"]]), premises)
+        verdict = analyse(program, parse_shape(s["shape"]), premises)
         if verdict.refused:
             what = (f"{plural(s['classes'], 'class', 'classes')} of {s['members']:,} values "
                     f"shaped {', '.join(sorted('|'.join(r) for r in s['shape']))}"

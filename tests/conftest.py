@@ -124,7 +124,10 @@ def golden() -> object:
 SPARK_TEST_CONF: dict[str, str] = {} if os.environ.get("GRANTLOG_TEST_SPARK_DEFAULTS") == "1" \
     else {"spark.sql.codegen.wholeStage": "false",
           "spark.default.parallelism": "1",
-          "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+          # the quick compiler alone shrinks the JIT's code cache to 48 MB, which the suite's
+          # one JVM fills (then compiles nothing more): Java's usual 240 MB, and a little more
+          "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 "
+                                           "-XX:ReservedCodeCacheSize=256m"}
 
 
 @pytest.fixture(scope="session")
@@ -135,7 +138,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     Tuned for many small jobs on tiny tables (:data:`SPARK_TEST_CONF`): whole-stage code
     generation off (compiling each plan's Java source cost more than running it), one
-    partition by default, and the JVM's quick compiler only. Together they took the JVM's
+    partition by default, and the JVM's quick compiler only (with its code cache at 256 MB: 48 MB
+    by default with that compiler, too small for the suite). Together they took the JVM's
     CPU time for six of the case corpus's Spark cases from 63 s to 28 s (benchmarks/RESULTS.md,
     "Test suite time"); the answers do not depend on them, and tests/test_spark_codegen.py
     runs a shipped model with Spark's code generation on."""

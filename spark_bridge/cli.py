@@ -94,9 +94,10 @@ def add_parser(sub: Any) -> None:
                         f"when facts and inputs hold at most N rows (default {LOCAL_ROWS}; "
                         "0: always on Spark)")
     r.add_argument("--driver-rows", type=int, default=DRIVER_ROWS, metavar="N",
-                   help="hold relations of at most N rows on the driver too, and evaluate "
-                        "there the strata that read only such relations, with or without "
-                        f"--goal (default {DRIVER_ROWS}; 0: every stratum on Spark)")
+                   help="hold relations on the driver too while they hold at most N rows "
+                        "in all, and evaluate there the strata that read only such relations, "
+                        f"with or without --goal (default {DRIVER_ROWS}; 0: every stratum "
+                        "on Spark)")
     r.add_argument("--no-symmetry", action="store_true",
                    help="do not run on one representative per class of interchangeable input "
                         "values (default: on inputs of 1 MiB or more, where found sound)")

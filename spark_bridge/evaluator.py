@@ -90,14 +90,14 @@ class _Run:
         self.display = dict(display or {})
         #: the relation whose rows get reasons
         self.decision = program.decision if decision is None else decision
-        self.full: dict[str, Any] = {}
+        self.full = local.Frames()  # some made when first read (local.Lazy)
         #: relation -> about how many relation reads its lazy plan holds (1: materialized)
         self.weight: dict[str, int] = {}
         self.sizes: dict[str, int] = {}  # relations with a known row count
-        #: relations of at most ``driver_rows`` rows also held on the driver (internal
-        #: rows): a stratum reading only those runs there (local.py), no Spark job
+        #: relations also held on the driver, ``driver_rows`` rows in all (decoded, in one
+        #: engine database): a stratum reading only those runs there (local.py)
         self.driver_rows = driver_rows
-        self.rows: dict[str, set[tuple[str, ...]]] = {}
+        self.driver = local.Driver(self)
         self.reasons: Any = None
         self.local = False  # evaluated in memory (local.py): reasons are grants already
         self.plans: list[str] = []
@@ -164,21 +164,20 @@ class _Run:
         if not rows and rel not in self.inputs:
             self.no_base.add(rel)
         if self.driver_rows > 0 and rel not in self.inputs:
-            self.rows[rel] = set(rows)
+            self.driver.put(rel, rows, rel_cols(arity))
         if rel in self.inputs:
             inp = self.internal.get(rel, None)
             inp = self._internal_input(rel, self.inputs[rel]) if inp is None else inp
             df = (inp if df is None else df.unionByName(inp)).distinct()
-            if self.driver_rows > 0:
+            if (room := self.driver.room()) > 0:
                 # one job: a small input's rows to the driver (a big one is counted after)
-                got = df.limit(self.driver_rows + 1).collect()
-                if len(got) <= self.driver_rows:
-                    self.rows[rel] = {tuple(r) for r in got}
-                    n = len(got)
+                got = df.limit(room + 1).collect()
+                if len(got) <= room:
+                    n = self.driver.put(rel, got, rel_cols(arity))
                     self.progress(f"input {rel}: {plural(n, 'row')} (on the driver)")
                     if rel not in self.program.derived:
                         self.sizes[rel] = n
-                    return local.frame(self, self.rows[rel], arity)
+                    return self.driver.frame(rel)  # made when Spark reads it
             if self.reads.get(rel, 0) >= 2 and self.materialize_mode != "none":
                 df = df.cache()  # read by several rules: scan and de-duplicate once
             n = None
@@ -197,19 +196,18 @@ class _Run:
         Persisted and counted (one job computes the plan once), then checkpointed from the
         persisted rows (an unpersisted eager checkpoint computes it twice; localCheckpoint
         fails on iterated joins; ``createDataFrame`` of collected rows is a Python RDD that
-        makes every later job start Python workers). With ``rel``, rows of at most
-        ``driver_rows`` are read to the driver instead (one job on the persisted rows, no
-        checkpoint), kept for the strata that read only such relations, and handed on as a
-        local relation (local.py :func:`~.local.frame`)."""
+        makes every later job start Python workers). With ``rel``, rows that fit in the
+        driver's room (``driver_rows`` in all) are read to the driver instead (one job on
+        the persisted rows, no checkpoint), kept for the strata that read only such
+        relations, and handed on as a local relation (local.py :class:`~.local.Driver`)."""
         from pyspark import StorageLevel
 
         df = df.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             n = df.count()
-            if rel is not None and self.driver_rows > 0 and n <= self.driver_rows:
-                rows = {tuple(r) for r in df.collect()}
-                self.rows[rel] = rows
-                return local.frame(self, rows, 0, list(df.columns)), n
+            if rel is not None and self.driver_rows > 0 and n <= self.driver.room():
+                self.driver.put(rel, df.collect(), list(df.columns))
+                return self.driver.frame(rel), n
             # few rows, few partitions: 200 shuffle partitions of a dozen rows, kept, made
             # every later union (a decision relation's hundred rules) a job of 20,000 tasks
             parts = n // ROWS_PER_PARTITION + 1
@@ -434,7 +432,7 @@ class _Run:
         if reasons or len(loose) != 1 or not all(
                 r in loose or self._small(r, "full", {}) for r in rels):
             return self.full
-        return {**self.full, loose[0]: self.loose[loose[0]]}
+        return self.full.over({loose[0]: self.loose[loose[0]]})
 
     def _recursive(self, st: ir.Stratum) -> StratumReport:
         shape = None
@@ -653,11 +651,12 @@ def run(
     many rows is evaluated by the in-memory engine on the driver and handed back as
     DataFrames (local.py; 0, the default here: always on Spark; CLI: ``local.LOCAL_ROWS``).
 
-    ``driver_rows``: inputs and derived relations of at most this many rows are also held on
-    the driver, and a stratum reading only such relations (and staying that small) is
-    evaluated there (local.py :func:`~.local.stratum_rows`), not as Spark jobs; its rows are
-    handed to the later strata as a local relation (0, the default here: every stratum on
-    Spark; the CLI's default is ``local.DRIVER_ROWS``).
+    ``driver_rows``: inputs and derived relations are also held on the driver while they
+    hold at most this many rows in all, and a stratum reading only such relations (and
+    staying within that) is evaluated there (local.py :class:`~.local.Driver`), not as Spark
+    jobs; its rows are handed to the later strata as a local relation when Spark reads them
+    (0, the default here: every stratum on Spark; the CLI's default is
+    ``local.DRIVER_ROWS``).
 
     ``symmetry``: run on one representative per class of interchangeable input values, then
     expand them, reasons too (symmetry.py; sound classes only); None: on inputs of ≥ 1 MiB.

@@ -23,8 +23,18 @@ in-memory engine takes them, and join what its rules derive, as on Spark.
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Collection, Mapping
+from collections import ChainMap
+from collections.abc import (
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from typing import Any, Protocol
 
 from grantlog.engine.answer.reasoner import Reasoner
@@ -33,7 +43,8 @@ from grantlog.engine.eval import seminaive
 from grantlog.engine.eval.database import Database
 from grantlog.engine.eval.seminaive import CompiledStratum, StratumStats, evaluate_stratum
 from grantlog.engine.plan.codegen import compile_plan
-from grantlog.engine.plan.join import NegCheck, RulePlan, Scan
+from grantlog.engine.plan.join import RulePlan, plan_bound
+from grantlog.engine.plan.stats import Statistics
 from grantlog.grammar.diagnostics import plural
 
 from . import encoding, planner
@@ -58,7 +69,7 @@ class Run(Protocol):
     inputs: dict[str, Any]
     with_reasons: bool
     decision: str
-    full: dict[str, Any]
+    full: Frames
     sizes: dict[str, int]
     reasons: Any
     reports: list[StratumReport]
@@ -161,41 +172,192 @@ def evaluate(run: Run, inputs: Mapping[str, list[ir.Row]]) -> None:
 # ---------------------------------------------------------------------------------------------
 # small strata on the driver (runs with or without a goal)
 
-#: a relation of at most this many rows is kept on the driver as well (``run(...,
-#: driver_rows=)``): a stratum reading only such relations is evaluated there, no Spark job
-DRIVER_ROWS = 100_000
+#: relations are kept on the driver as well while they hold at most this many rows in all
+#: (``run(..., driver_rows=)``, CLI ``--driver-rows``): a stratum reading only such relations
+#: is evaluated there, no Spark job. The in-memory engine derives a row in about a third of
+#: Spark's CPU (local[2]), so the cap is the driver's memory: about 75-150 bytes a row held
+#: (values shared; the Gravitino bulk goal's 5.6M rows at 100k tables: +416 MiB), so at most
+#: about 1.5 GB of the driver (benchmarks/RESULTS.md, "the driver strata in place")
+DRIVER_ROWS = 10_000_000
 Rows = Collection[tuple[str, ...]]
 
 
-def stratum_rows(st: ir.Stratum, plans: list[RulePlan], arity: Mapping[str, int],
-                 rows: Mapping[str, Rows], cap: int) -> tuple[dict[str, set[tuple[str, ...]]],
-                                                              int]:
-    """The stratum ``st``'s relations on the driver, by the in-memory engine's semi-naive
-    evaluation of ``plans`` (engine/eval/seminaive.py, the plans compiled as for memory):
-    ``rows`` holds, in the internal encoding, the stratum's own facts and inputs and every
-    relation its rules read. The rows (encoded) and the number of rounds; ``TooMany`` when
-    a relation passes ``cap`` rows
-    (``seminaive.TooMany``)."""
-    def values(rel: str) -> set[ir.Row]:
-        if not arity[rel]:
-            return {()} if rows[rel] else set()
-        return {tuple(encoding.decode(v) for v in row) for row in rows[rel]}
+class Lazy:
+    """A relation's DataFrame not made yet: ``make()`` makes it (:class:`Frames`)."""
 
-    reads = {s.rel for p in plans for s in p.steps if isinstance(s, Scan | NegCheck)}
-    db = Database(())
-    for rel in reads | set(st.relations):
-        db.ensure(rel)
-        db.add(rel, values(rel), 0)
-    compiled = [(p, compile_plan(p)) for p in plans]
-    cs = CompiledStratum(st, tuple(c for c in compiled if c[0].delta_literal is None),
-                         tuple(c for c in compiled if c[0].delta_literal is not None))
-    stats = StratumStats(st.index, st.relations)
-    evaluate_stratum(db, cs, 0, stats, cap=cap)
-    out = {r: {tuple(encoding.encode(v) for v in row) or ("1",) for row in db.full[r]}
-           for r in st.relations}
-    if any(len(got) > cap for got in out.values()):
-        raise seminaive.TooMany(cap)
-    return out, stats.iterations
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+
+class Frames(MutableMapping[str, Any]):
+    """A run's relations as DataFrames (evaluator.py ``_Run.full``), some not made yet: a
+    :class:`Lazy` value stored is made on its first read and kept (a relation held on the
+    driver becomes an Arrow DataFrame only when something on Spark reads it: a later Spark
+    stratum, symmetry's expansion, the corrections, the results handed out)."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+
+    def __getitem__(self, rel: str) -> Any:
+        got = self.data[rel]
+        if type(got) is Lazy:
+            got = self.data[rel] = got.make()
+        return got
+
+    def __setitem__(self, rel: str, df: Any) -> None:
+        self.data[rel] = df
+
+    def __delitem__(self, rel: str) -> None:
+        del self.data[rel]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self.data
+
+    def made(self, rel: str) -> bool:
+        """whether ``rel``'s DataFrame exists (not :class:`Lazy`)"""
+        return type(self.data.get(rel)) is not Lazy
+
+    def then(self, rel: str, fn: Callable[[Any], Any]) -> None:
+        """``self[rel] = fn(self[rel])``, when ``rel`` is read (now if it is made)"""
+        got = self.data[rel]
+        self.data[rel] = (Lazy(lambda: fn(got.make())) if type(got) is Lazy else fn(got))
+
+    def over(self, extra: Mapping[str, Any]) -> Mapping[str, Any]:
+        """these relations with ``extra``'s in their place (none made by it)"""
+        return ChainMap(dict(extra), self)
+
+
+class Driver:
+    """The relations a run holds on the driver (evaluator.py ``_Run.driver``): their rows,
+    decoded once, in one engine :class:`Database` that the driver strata are evaluated in,
+    in place (engine/eval/seminaive.py), and whose rows they keep. A relation is held whole
+    or not at all; its internal (encoded) rows are made only for its DataFrame
+    (:meth:`frame`), when Spark reads it."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.db = Database(())
+        #: relation held -> its internal columns
+        self.cols: dict[str, list[str]] = {}
+        self._values: dict[str, ir.Value] = {}  # internal encoding -> value, one object each
+
+    def held(self, rel: str) -> bool:
+        return rel in self.cols
+
+    def put(self, rel: str, rows: Iterable[Sequence[str]], cols: list[str]) -> int:
+        """hold ``rel``'s rows given in the internal encoding (columns ``cols``); how many"""
+        memo = self._values
+        got: set[ir.Row] = set()
+        if cols == ["_u"]:
+            got = {() for _ in rows}
+        else:
+            for row in rows:
+                vals = []
+                for s in row:
+                    v = memo.get(s)
+                    if v is None:
+                        v = memo[s] = encoding.decode(s)
+                    vals.append(v)
+                got.add(tuple(vals))
+        self.put_values(rel, got, cols)
+        return len(got)
+
+    def put_values(self, rel: str, rows: Collection[ir.Row], cols: list[str]) -> None:
+        """hold ``rel`` with ``rows`` (values: the rule files' facts, decoded rows)"""
+        self.drop(rel)
+        self.cols[rel] = cols
+        self.db.ensure(rel)
+        self.db.add(rel, rows, 0)
+
+    def drop(self, rel: str) -> None:
+        """``rel`` no longer held (its rows and indexes let go)"""
+        if self.cols.pop(rel, None) is not None:
+            self.db.drop(rel)
+
+    def size(self, rel: str) -> int:
+        return len(self.db.full[rel])
+
+    def room(self) -> int:
+        """rows the driver may still take: ``run.driver_rows`` in all, every relation held
+        counted (its inputs, facts and derived rows); 0 when off"""
+        cap = self.run.driver_rows
+        return max(0, cap - self.db.rows) if cap > 0 else 0
+
+    def frame(self, rel: str, rows: Collection[ir.Row] | None = None) -> Lazy:
+        """``rel``'s DataFrame (of ``rows``, by default its rows held), made when read"""
+        cols = self.cols[rel]
+        arity = 0 if cols == ["_u"] else len(cols)
+        data = self.db.full[rel] if rows is None else rows
+        return Lazy(lambda: frame(self.run, _encoded(data, arity), arity, cols))
+
+    def plans(self, st: ir.Stratum) -> list[RulePlan]:
+        """The stratum ``st``'s plans on the driver: a recursive stratum's as on Spark (its
+        delta variants); another's body in the order the in-memory engine's statistics
+        estimate cheapest over the rows held (engine/plan/stats.py), not Spark's (magic
+        atoms first, joins on shared variables), which on nested loops of lookups can read
+        every grant of a privilege per row (the Gravitino bulk goal's `has_privilege__bbb`:
+        3x the time)."""
+        run = self.run
+        rules = [run.program.rules[rid] for rid in st.rules]
+        if st.recursive:
+            return [p for rule in rules
+                    for p in planner.plans(rule, frozenset(st.relations), run.seeds, run.low)]
+        stats = Statistics(run.program, self.db.full, self.db.index)
+        return [plan_bound(rule, set(), atom_order=stats.order(rule.body, set()))
+                for rule in rules]
+
+    def evaluate(self, st: ir.Stratum, plans: list[RulePlan]) -> int:
+        """Evaluate the stratum ``st`` (its ``plans``, the in-memory engine's semi-naive
+        evaluation, engine/eval/seminaive.py) over the rows held, adding its rows there; the
+        number of rounds. ``seminaive.TooMany`` when its rows pass the driver's
+        :meth:`room` (checked after each round; its rows are then partial: :meth:`leave`)."""
+        cap = self.room()
+        if cap <= 0:
+            raise seminaive.TooMany(cap)
+        compiled = [(p, compile_plan(p)) for p in plans]
+        cs = CompiledStratum(st, tuple(c for c in compiled if c[0].delta_literal is None),
+                             tuple(c for c in compiled if c[0].delta_literal is not None))
+        stats = StratumStats(st.index, st.relations)
+        # many small tuples, no cycles among them: the cyclic collector only burns time
+        # while they are built (as engine/eval/seminaive.py's Evaluator)
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            evaluate_stratum(self.db, cs, 0, stats, cap=cap)
+        finally:
+            if was:
+                gc.enable()
+        if self.db.rows > self.run.driver_rows:
+            raise seminaive.TooMany(cap)
+        return stats.iterations
+
+    def leave(self, rels: Iterable[str]) -> None:
+        """``rels`` go to Spark: no longer held; a DataFrame of the rows they held before
+        their stratum (their facts and inputs, level 0) is kept where it was not made yet"""
+        full = self.run.full
+        for rel in rels:
+            if not self.held(rel):
+                continue
+            if rel in full and not full.made(rel):
+                base = [row for row, level in self.db.full[rel].items() if not level]
+                full[rel] = self.frame(rel, base)
+            self.drop(rel)
+
+
+def _encoded(rows: Iterable[ir.Row], arity: int) -> list[tuple[str, ...]]:
+    """rows of values in the internal encoding (a unit row: ``("1",)``)"""
+    if not arity:
+        return [("1",) for _ in rows]
+    enc = encoding.encode
+    return [tuple(["1" + v if type(v) is str else enc(v) for v in row]) for row in rows]
 
 
 def frame(run: Run, rows: Rows, arity: int, cols: list[str] | None = None) -> Any:
@@ -217,34 +379,29 @@ def frame(run: Run, rows: Rows, arity: int, cols: list[str] | None = None) -> An
 
 
 def on_driver(run: Any, st: ir.Stratum) -> StratumReport | None:
-    """The stratum ``st`` of ``run`` (evaluator.py ``_Run``) evaluated on the driver when
-    every relation it reads and its own facts and inputs are held there and its rows stay
-    within ``run.driver_rows``; else None (and its relations' rows are dropped from the
-    driver: Spark's are whole)."""
+    """The stratum ``st`` of ``run`` (evaluator.py ``_Run``) evaluated on the driver
+    (:class:`Driver`) when every relation it reads and its own facts and inputs are held
+    there and the rows held stay within ``run.driver_rows`` in all; else None (and its
+    relations leave the driver: Spark's are whole)."""
+    d: Driver = run.driver
     rels = st.relations
     reads = {a.rel for rid in st.rules for lit in run.program.rules[rid].body
              for a in [lit.atom if isinstance(lit, ir.Neg) else lit]
              if isinstance(a, ir.Atom)}
     if (run.driver_rows <= 0 or (run.with_reasons and run.decision in rels)
-            or not (reads | set(rels)) <= set(run.rows)):
-        for r in rels:
-            run.rows.pop(r, None)
+            or not all(d.held(r) for r in reads | set(rels))):
+        d.leave(rels)
         return None
-    rec = frozenset(rels) if st.recursive else frozenset()
-    arity = {r: rel.arity for r, rel in run.program.relations.items()}
-    plans = [p for rid in st.rules
-             for p in planner.plans(run.program.rules[rid], rec, run.seeds, run.low)]
+    plans = d.plans(st)
     try:
-        got, rounds = stratum_rows(st, plans, arity, run.rows, run.driver_rows)
+        rounds = d.evaluate(st, plans)
     except seminaive.TooMany:  # past the driver's budget: on Spark
-        for r in rels:
-            run.rows.pop(r, None)
+        d.leave(rels)
         return None
     for p in plans:
         run.plans.append(f"{p.rule.name}: {p.describe()} (on the driver)")
     for r in rels:
-        run.rows[r] = got[r]
-        run.sizes[r] = len(got[r])
+        run.sizes[r] = d.size(r)
         run.weight[r] = 1
-        run.full[r] = frame(run, got[r], run.program.relations[r].arity)
-    return StratumReport(st.index, rels, "driver", rounds, sum(len(got[r]) for r in rels))
+        run.full[r] = d.frame(r)
+    return StratumReport(st.index, rels, "driver", rounds, sum(d.size(r) for r in rels))

@@ -347,6 +347,14 @@ class Database:
             self.indexes[(rel, cols)] = ix
             self._by_rel[rel].append([key, ix, cols])
 
+    def drop(self, rel: str) -> None:
+        """Forget ``rel``: its rows and indexes (spark_bridge/local.py: a relation that
+        leaves the driver)."""
+        self._rows -= len(self.full.pop(rel, {}))
+        self.orders.pop(rel, None)
+        for _key, _ix, cols in self._by_rel.pop(rel, ()):
+            self.indexes.pop((rel, cols), None)
+
     def add(self, rel: str, rows: Collection[Row], level: int) -> None:
         """Add rows not yet present (callers filter out known rows)."""
         if not rows:

@@ -167,7 +167,8 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
 
     def say(line: str) -> None:
         cpu = sum(_cpu_s(p) for p in _child_pids()) - jvm_cpu0
-        stamp = f"{time.perf_counter() - t1:8.1f} s {cpu:8.1f} s CPU  {line}"
+        py = time.process_time() - py_cpu0  # the driver's Python
+        stamp = f"{time.perf_counter() - t1:8.1f} s {cpu:8.1f} s CPU {py:7.1f} s py  {line}"
         lines.append(stamp)
         print(stamp, file=sys.stderr, flush=True)
 
@@ -483,10 +484,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "original program's goal-directed query, or every registered user's "
                          "`list(u, load_table, type=table)`")
     ap.add_argument("--no-write", action="store_true")
-    ap.add_argument("--driver-rows", type=int, default=100_000,
-                    help="relations of at most this many rows are also held on the driver, "
-                         "and the strata reading only those run there (run(driver_rows=); "
-                         "0: every stratum on Spark)")
+    ap.add_argument("--driver-rows", type=int, default=10_000_000,
+                    help="relations are also held on the driver while they hold at most "
+                         "this many rows in all, and the strata reading only those run there "
+                         "(run(driver_rows=); 0: every stratum on Spark)")
     ap.add_argument("--symmetry", choices=["auto", "on", "off"], default="auto",
                     help="evaluate over one representative per class of interchangeable input "
                          "values (run(symmetry=); spark_bridge/symmetry.py)")

@@ -16,7 +16,9 @@ collapsed class ``C`` (representative ``r``) of the most rows whose signature is
    extras could have global or sibling effects (``admin(U) :- owner(T, U)``; a rule relating a
    table to its sibling) stay with rewrite 1, since step 3's Reach' would then reach every
    table. The answers' exactness rests on step 1's condition and step 3 alone.
-3. **What the extras change, on the driver, output-sensitive.** The inputs ``W`` and ``W0``
+3. **What the extras change, on the driver, output-sensitive.** ``W_reps``, the inputs
+   without the rows naming a member of one of ``W``'s collapsed classes (rewrite 1's, before
+   the handled values join them) that is not its representative, and ``W0_reps = W_reps − F``
    are read to the driver and loaded into two in-memory engines (engine/answer/reasoner.py,
    the original program). **Reach'** (:func:`reach_rows`) is the least set holding ``F`` and
    the head of every rule instance one of whose literals (positive, or a negated atom: the
@@ -28,9 +30,30 @@ collapsed class ``C`` (representative ``r``) of the most rows whose signature is
    ``W``, likewise with ``M(W0)``. Each (rule, trigger) is compiled once with the trigger's
    variables bound and run on the engines' goal-directed views, so the cost follows what the
    extras reach (the users holding a role granted on the table, its owner), not every user
-   × table. Each goal row in Reach' is decided in both engines: ``add`` = the rows that hold
-   in ``W`` only, ``drop`` = in ``W0`` only. The Spark answers (``M(W0)``'s, by rewrite 1)
-   lose ``drop`` (an anti join on whole rows) and gain ``add``: exactly ``M(W)``'s.
+   × table. Outside Reach', ``M(W)`` and ``M(W0)`` agree, so the Spark answers
+   (``M(W0)``'s, by rewrite 1) lose every goal row of Reach' (``drop``, an anti join on whole
+   rows) and gain those of them that hold in ``W`` (``add``, decided in ``W``'s engine; no
+   decision in ``W0``'s is needed): exactly ``M(W)``'s.
+
+   **Why the representatives' worlds suffice** (rewrite 1's theorem, symmetry.py, twice).
+   ``W``'s classes are sound, so ``M(W_reps)`` is ``M(W)``'s facts over representatives (no
+   member that is not one), and every goal row ``f`` of ``M(W)`` is ``π(h(f))``, ``h(f)`` over
+   representatives, ``π`` a product of swaps within classes (for the goal's rows: the
+   shapes were analysed on the goal's demand rewrite, whose answers are the original
+   program's goal rows in any world). The same partition is a valid
+   one of ``W0``: ``F`` names no member of a collapsed class (the condition below), so each
+   swap fixes ``F``'s rows and maps ``W0`` onto itself, and the classes' shapes (hence the
+   analysis) are unchanged; ``W0_reps`` is then ``W0``'s representatives' world (``F`` is in
+   ``W_reps``: it names handled values, classes of one in ``W``, and no member). So Reach'
+   over ``W_reps``/``W0_reps`` holds ``M(W) Δ M(W0)``'s goal rows over representatives,
+   the decisions in ``W_reps`` are ``M(W)``'s, and since each swap is an automorphism of
+   both worlds, a row is in ``M(W) Δ M(W0)`` (in ``M(W)``) exactly when its ``h`` image is,
+   and Reach' expanded holds every such row: the corrections are the rows
+   expanded by ``W``'s pairs (symmetry.py :func:`~.symmetry.expand`, in the columns a member
+   reaches) before they are applied. The handled values are no representative there (they
+   join their bases only in ``W0``'s pairs): they stay as they are. An extra can name a
+   collapsed class's representative only with every member of it (their signatures would
+   differ otherwise); such a value is not handled.
 
 **What keeps ``W0`` a world where rewrite 1 holds** (checked on the data): every row of
 ``F_v`` names no value other than ``v`` that is collapsed in ``W0`` (a member of a collapsed
@@ -45,16 +68,16 @@ other has ``⊤`` and the reverse); otherwise only the largest accepted shape is
 Shapes refused (a role with one more holder: ``allow_applies(U, P, O)`` does not name the
 role, a global effect) keep rewrite 1 for their values.
 
-**Bounds.** Inputs of more than :data:`DRIVER_LIMIT` rows: no rewrite 2 (said in the
-progress line). With reasons (``with_reasons``), or without a goal: no rewrite 2. Only the
-goal's answers (``relations[<goal relation>]``) are corrected; the rewritten program's other
-relations hold the handled values as members of their base class (``W0``), so a run
-that applied rewrite 2 hands out the goal's answers only (``SparkResult.relations``).
+**Bounds.** Inputs over representatives (``W_reps``) of more than :data:`DRIVER_LIMIT`
+rows: no rewrite 2 (said in the progress line). With reasons (``with_reasons``), or without
+a goal: no rewrite 2. Only the goal's answers (``relations[<goal relation>]``) are
+corrected; the rewritten program's other relations hold the handled values as members of
+their base class (``W0``), so a run that applied rewrite 2 hands out the goal's answers only
+(``SparkResult.relations``).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -70,9 +93,10 @@ from grantlog.grammar.diagnostics import plural
 from . import encoding, local
 from . import symmetry as symmetric
 from .exceptions import reach
-from .symmetry import BLANK, TOP, Abstract, M
+from .symmetry import BLANK, OTHER, TOP, Abstract, M
 
-#: inputs (rows read to the driver for the exact answers) of more rows: no rewrite 2
+#: inputs over representatives (``W_reps``, read to the driver for the corrections) of more
+#: rows: no rewrite 2
 DRIVER_LIMIT = 2_000_000
 #: candidates' cells (their blanked rows) read to the driver to find bases: at most this many
 MAX_CELLS = 4_000_000
@@ -113,7 +137,8 @@ class _Class:
 @dataclass
 class Found:
     """What :meth:`Rewrite.extend` found: the handled values (value -> representative of its
-    base) and the answers' corrections (whole goal rows, internal encoding)."""
+    base) and the answers' corrections (whole goal rows over W's representatives, internal
+    encoding): ``drop`` every goal row of Reach', ``add`` those of them that hold in ``W``."""
     handled: dict[str, str] = field(default_factory=dict)
     add: list[tuple[str, ...]] = field(default_factory=list)
     drop: list[tuple[str, ...]] = field(default_factory=list)
@@ -133,6 +158,7 @@ class Rewrite:
         self.progress = progress
         self.limit = limit
         self.found: Found | None = None
+        self.pairs: Any = None  # W's pairs (rewrite 1's): the corrections expand through them
 
     def extend(self, run: Any, cells: Any, internal: dict[str, Any], values: Any,
                classes: Any, kept: Any, pairs: Any, members: int,
@@ -141,20 +167,20 @@ class Rewrite:
         added as a member of its base class (or as they are, and why, in the progress)"""
         t0 = time.perf_counter()
         try:
-            found, extra = self._extend(run, cells, internal, values, classes, kept, pairs,
+            found, extra = self._extend(run, internal, values, classes, kept, pairs,
                                         columns)
         except Skip as why:
             self.progress(f"exceptions: off: {why}")
             return pairs, members
         found.summary = (f"exceptions: {plural(len(found.handled), 'value')} of their own "
                          f"facts run as members of their base class; "
-                         f"{len(found.add):,} answers added, "
-                         f"{len(found.drop):,} dropped ({time.perf_counter() - t0:.1f} s)")
+                         f"{len(found.drop):,} answers decided again over representatives, "
+                         f"{len(found.add):,} of them hold ({time.perf_counter() - t0:.1f} s)")
         self.progress(found.summary)
         self.found = found
         return pairs.unionByName(extra), members + len(found.handled)
 
-    def _extend(self, run: Any, cells: Any, internal: dict[str, Any], values: Any,
+    def _extend(self, run: Any, internal: dict[str, Any], values: Any,
                 classes: Any, kept: Any, pairs: Any, columns: Mapping[str, set[int]]
                 ) -> tuple[Found, Any]:
         from pyspark.sql import functions as F
@@ -171,16 +197,20 @@ class Rewrite:
             lit = F.array(*[F.array(*[F.lit(c) for c in r]) for r in s])
             holds = F.size(F.array_except(lit, F.col("shape"))) == 0
             cond = holds if cond is None else cond | holds
-        cand = values.join(ones, on="sig").filter(cond).select("v")
-        reps = kept.select(F.col("rep").alias("v"))
-        mine = (cells.join(F.broadcast(cand.unionByName(reps)), on="v")
-                .select("v", F.to_json("b").alias("b"), F.to_json("a").alias("a")).distinct())
-        rows = mine.limit(MAX_CELLS + 1).collect()
-        if len(rows) > MAX_CELLS:
+        # their blanked rows and the representatives', kept by the collapse's one pass
+        # (``values.bs``); abstracted here as the collapse does (symmetry.py ``cells``)
+        cand = values.join(ones, on="sig").filter(cond).select("v", "bs")
+        firsts = values.join(F.broadcast(kept.select(F.col("rep").alias("v"))), on="v")
+        rows = cand.unionByName(firsts.select("v", "bs")).limit(MAX_CELLS + 1).collect()
+        if len(rows) > MAX_CELLS or sum(len(x["bs"]) for x in rows) > MAX_CELLS:
             raise Skip(f"more than {MAX_CELLS:,} cells of candidates")
+        self.progress(f"exceptions: the candidates' and representatives' blanked rows read "
+                      f"({len(rows):,} values)")
+        consts = {encoding.encode(v) for v in symmetric.constants(run.program)}
         by: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {}
         for x in rows:
-            by.setdefault(x["v"], {})[tuple(json.loads(x["b"]))] = tuple(json.loads(x["a"]))
+            by[x["v"]] = {tuple(b): (b[0], *(c if c == BLANK or c in consts else OTHER
+                                             for c in b[1:])) for b in x["bs"]}
         classes_ = [_Class(g["sig"], g["rep"], g["n"], g["sh"], frozenset(by.get(g["rep"], {})))
                     for g in got]
         repset = {c.rep for c in classes_}
@@ -220,8 +250,8 @@ class Rewrite:
             collapsed = {x["mem"] for x in pairs.join(F.broadcast(probe),
                                                       F.col("mem") == F.col("x"))
                          .select("mem").collect()}
-        base = {v: c for v, c in base.items()
-                if not (others.get(v, set()) & (collapsed | set(base)))}
+        blocked = collapsed | set(base)  # once: per value it was quadratic (315 s at 1M)
+        base = {v: c for v, c in base.items() if not (others.get(v, set()) & blocked)}
         handled, _k = self._analyse(base, by, shapes)
         if not handled:
             raise Skip("no base shape is local")
@@ -231,7 +261,16 @@ class Rewrite:
             for row in set(by[v]) - c.rows:
                 extras.setdefault(row[0], set()).add(
                     tuple(v if x == BLANK else x for x in row[1:]))
-        self._exact(run, internal, found, extras)  # what the extras change: decided
+        # what the extras change, decided over W's representatives (module doc, step 3)
+        self.pairs = pairs
+        others = pairs.filter(F.col("rep") != F.col("mem")).select(F.col("mem").alias("_o"))
+        reps: dict[str, Any] = {}
+        for rel, df in internal.items():
+            names = df.columns
+            for i in sorted(columns.get(rel, ())):
+                df = df.join(others, F.col(f"c{i}") == F.col("_o"), "left_anti")
+            reps[rel] = df.select(*names)
+        self._exact(run, reps, found, extras)
         extra = local.frame(run, sorted((r, v) for v, r in found.handled.items()), 2,
                             ["rep", "mem"])
         # the extras go with their values: rewrite 1 drops a member's rows only in the
@@ -304,19 +343,21 @@ class Rewrite:
             assert why is None
         return {v: base[v] for sh in ok for v in groups[sh]}, next(iter(cols), None)
 
-    def _exact(self, run: Any, internal: Mapping[str, Any], found: Found,
+    def _exact(self, run: Any, reps: Mapping[str, Any], found: Found,
                extras: Mapping[str, set[tuple[str, ...]]]) -> None:
-        """``add`` and ``drop`` (module doc, step 3): ``W`` and ``W0`` in memory, Reach'
-        from the extras, its goal rows decided in both"""
+        """``add`` and ``drop`` over W's representatives (module doc, step 3): ``W_reps``
+        and ``W0_reps`` in memory, Reach' from the extras, its goal rows decided in
+        ``W_reps``'s engine"""
+        t0 = time.perf_counter()
         left = self.limit
         w, w0 = Reasoner(self.program), Reasoner(self.program)
         seeds: list[tuple[str, ir.Row]] = []
         with w.transaction() as tx, w0.transaction() as tx0:
-            for rel, df in internal.items():
+            for rel, df in reps.items():
                 got = df.limit(left + 1).collect()
                 left -= len(got)
                 if left < 0:
-                    raise Skip(f"the inputs pass {self.limit:,} rows")
+                    raise Skip(f"the inputs over representatives pass {self.limit:,} rows")
                 gone = extras.get(rel, set())
                 rows = [tuple(encoding.decode(x) for x in r) for r in got]
                 tx.insert(rel, rows)
@@ -327,22 +368,36 @@ class Rewrite:
                 if not self.program.relations[rel].arity and df.limit(1).count():
                     tx.insert(rel, [()])
                     tx0.insert(rel, [()])
+        t1 = time.perf_counter()
         body, _names = compile_goal(self.program, self.text)
         atom = body[0] if body else None
         if not isinstance(atom, ir.Atom) or atom.rel != self.atom.rel:
             raise Skip("the goal's atom is not its first literal")
         reached = reach_rows(self.program, w, w0, seeds, atom)
-        names = {t.name for t in atom.args if isinstance(t, ir.Var)}
-        rule = ir.Rule(-1, "<goal>", ir.Atom("<goal>", ()), body)
-        fn = compile_plan(plan_bound(rule, names))
-        for row in sorted(reached.get(atom.rel, ()), key=ir.row_key):
-            b = _bind(atom, row, {})
-            if b is None:
-                continue
-            now, before = _holds(fn, w, b), _holds(fn, w0, b)
-            if now != before:
-                (found.add if now else found.drop).append(
-                    tuple(encoding.encode(x) for x in row))
+        drop, add = decide(body, atom, reached.get(atom.rel, set()), w)
+        found.add += [tuple(encoding.encode(x) for x in row) for row in add]
+        found.drop += [tuple(encoding.encode(x) for x in row) for row in drop]
+        t2 = time.perf_counter()
+        self.progress(f"exceptions: on the driver: {self.limit - left:,} input rows over "
+                      f"representatives read and loaded twice ({t1 - t0:.1f} s); "
+                      f"{sum(map(len, reached.values())):,} rows reached, "
+                      f"{len(drop):,} goal rows decided ({t2 - t1:.1f} s)")
+
+
+def decide(body: tuple[ir.Lit, ...], atom: ir.Atom, rows: set[ir.Row], w: Reasoner
+           ) -> tuple[list[ir.Row], list[ir.Row]]:
+    """the goal's ``rows`` (of ``atom``, the first literal of the goal's ``body``) it can
+    read, and those of them that hold in ``w``"""
+    names = {t.name for t in atom.args if isinstance(t, ir.Var)}
+    fn = compile_plan(plan_bound(ir.Rule(-1, "<goal>", ir.Atom("<goal>", ()), body), names))
+    mine, held = [], []
+    for row in sorted(rows, key=ir.row_key):
+        b = _bind(atom, row, {})
+        if b is not None:
+            mine.append(row)
+            if _holds(fn, w, b):
+                held.append(row)
+    return mine, held
 
 
 def _bind(atom: ir.Atom, row: ir.Row, b: dict[str, ir.Value]) -> dict[str, ir.Value] | None:
@@ -367,33 +422,84 @@ def _holds(fn: Any, mem: Reasoner, b: Mapping[str, ir.Value]) -> bool:
     return bool(out)
 
 
-def cone(program: ir.Program, goal: ir.Atom) -> list[ir.Rule]:
-    """the rules ``goal`` depends on: of its relation, those whose head may match the goal or
-    an atom of that relation read by a rule kept (constants compared), and every rule of the
-    other relations they read, transitively"""
-    def may(head: ir.Atom, atom: ir.Atom) -> bool:
-        return all(not (isinstance(t, ir.Const) and isinstance(g, ir.Const)
-                        and t.value != g.value) for t, g in zip(head.args, atom.args,
-                                                              strict=True))
+#: the rows of a relation a rule may read: a constant per column, or None (any value)
+Pattern = tuple[ir.Value | None, ...]
 
-    patterns, rels, kept = [goal], {goal.rel}, set()
+
+def _same(x: ir.Value, y: ir.Value) -> bool:
+    return x == y and type(x) is type(y)
+
+
+def cone(program: ir.Program, goal: ir.Atom) -> tuple[list[ir.Rule], dict[str, set[Pattern]]]:
+    """the rules ``goal`` depends on, and the rows of each relation they may read: a rule is
+    kept when its head may match a pattern of its relation (the goal's constants, at first),
+    and that pattern's constants, carried through the head's variables, with the body's own
+    constants make a pattern of each atom it reads (positive or negated), transitively; a row
+    that matches no pattern of its relation is read by no rule instance the goal needs"""
+    def pattern(atom: ir.Atom, b: Mapping[str, ir.Value]) -> Pattern:
+        return tuple(t.value if isinstance(t, ir.Const) else b.get(t.name) for t in atom.args)
+
+    def bind(head: ir.Atom, p: Pattern) -> dict[str, ir.Value] | None:
+        b: dict[str, ir.Value] = {}
+        for t, x in zip(head.args, p, strict=True):
+            if x is None:
+                continue
+            if isinstance(t, ir.Const):
+                if not _same(t.value, x):
+                    return None
+            elif t.name in b and not _same(b[t.name], x):
+                return None
+            else:
+                b[t.name] = x
+        return b
+
+    pats: dict[str, set[Pattern]] = {goal.rel: {pattern(goal, {})}}
+    kept: set[int] = set()
+    done: set[tuple[int, Pattern]] = set()
     changed = True
     while changed:
         changed = False
         for i, rule in enumerate(program.rules):
-            if i in kept or rule.head.rel not in rels:
-                continue
-            if rule.head.rel == goal.rel and not any(may(rule.head, a) for a in patterns):
-                continue
-            kept.add(i)
-            changed = True
-            for lit in rule.body:
-                atom = lit.atom if isinstance(lit, ir.Neg) else lit
-                if isinstance(atom, ir.Atom):
-                    rels.add(atom.rel)
-                    if atom.rel == goal.rel:
-                        patterns.append(atom)
-    return [r for i, r in enumerate(program.rules) if i in kept]
+            for p in list(pats.get(rule.head.rel, ())):
+                if (i, p) in done:
+                    continue
+                done.add((i, p))
+                b = bind(rule.head, p)
+                if b is None:
+                    continue
+                kept.add(i)
+                for lit in rule.body:
+                    atom = lit.atom if isinstance(lit, ir.Neg) else lit
+                    if isinstance(atom, ir.Atom):
+                        q = pattern(atom, b)
+                        if q not in pats.setdefault(atom.rel, set()):
+                            pats[atom.rel].add(q)
+                            changed = True
+    return [r for i, r in enumerate(program.rules) if i in kept], pats
+
+
+def matcher(pats: Mapping[str, set[Pattern]]) -> Callable[[str, ir.Row], bool]:
+    """whether a row of a relation matches one of its patterns (:func:`cone`): per relation,
+    a pattern of no constant (any row), or the patterns' constants by the columns they fix
+    (a set lookup per set of columns; values with their types: ``1`` is not ``"1"``)"""
+    checks: dict[str, list[tuple[tuple[int, ...], set[tuple[Any, ...]]]] | None] = {}
+    for rel, ps in pats.items():
+        if any(all(x is None for x in p) for p in ps):
+            checks[rel] = None
+            continue
+        by: dict[tuple[int, ...], set[tuple[Any, ...]]] = {}
+        for p in ps:
+            at = tuple(i for i, x in enumerate(p) if x is not None)
+            by.setdefault(at, set()).add(tuple((type(p[i]), p[i]) for i in at))
+        checks[rel] = list(by.items())
+
+    def ok(rel: str, row: ir.Row) -> bool:
+        if rel not in checks:
+            return False
+        got = checks[rel]
+        return got is None or any(tuple((type(row[i]), row[i]) for i in at) in keys
+                                  for at, keys in got)
+    return ok
 
 
 def reach_rows(program: ir.Program, w: Reasoner, w0: Reasoner,
@@ -403,10 +509,14 @@ def reach_rows(program: ir.Program, w: Reasoner, w0: Reasoner,
     head of every rule instance one of whose literals (positive or negated, the trigger) is
     in it and whose other positive literals all hold in ``w`` (``M(W)``), or all in ``w0``
     (``M(W0)``); comparisons kept, other negations ignored. Each (rule, trigger) is compiled
-    once, its trigger's variables bound. With ``goal``, only the rules of its :func:`cone`:
-    the rest cannot change its rows."""
+    once, its trigger's variables bound. With ``goal``, only the rules of its :func:`cone`
+    and the rows that match its patterns: the rest cannot change its rows (a changed row
+    the goal needs has a derivation, in ``W`` or ``W0``, by a kept rule whose literals all
+    match their patterns, so the induction stays within them)."""
     plans: dict[str, list[tuple[ir.Atom, str, Any]]] = {}
-    for rule in (program.rules if goal is None else cone(program, goal)):
+    rules, pats = (program.rules, None) if goal is None else cone(program, goal)
+    matches = None if pats is None else matcher(pats)
+    for rule in rules:
         for i, lit in enumerate(rule.body):
             trigger = lit.atom if isinstance(lit, ir.Neg) else lit
             if not isinstance(trigger, ir.Atom):
@@ -424,7 +534,7 @@ def reach_rows(program: ir.Program, w: Reasoner, w0: Reasoner,
     seen: dict[str, set[ir.Row]] = {}
     todo = []
     for rel, row in seeds:
-        if row not in seen.setdefault(rel, set()):
+        if row not in seen.setdefault(rel, set()) and (matches is None or matches(rel, row)):
             seen[rel].add(row)
             todo.append((rel, row))
     while todo:
@@ -439,24 +549,34 @@ def reach_rows(program: ir.Program, w: Reasoner, w0: Reasoner,
                 fn(ctx.F, None, ctx.index, out.add, b)
             known = seen.setdefault(head, set())
             for got in out - known:
-                known.add(got)
-                todo.append((head, got))
+                if matches is None or matches(head, got):
+                    known.add(got)
+                    todo.append((head, got))
     return seen
 
 
-def correct(r: Any, found: Found, answer: str) -> None:
+def correct(r: Any, found: Found, answer: str, c: symmetric.Collapse | None = None,
+            cols: set[int] | frozenset[int] = frozenset()) -> None:
     """the answers of ``r`` (evaluator.py ``_Run``, after rewrite 1's expansion: ``M(W0)``'s)
-    minus ``found.drop``, plus ``found.add`` (whole rows, members of every class named)"""
+    minus ``found.drop``, plus ``found.add`` (a part of it: no row twice; whole rows over
+    representatives, each expanded by ``c``'s pairs, W's, in the columns ``cols``:
+    :func:`~.symmetry.expand`)"""
     from pyspark.sql import functions as F
 
     df = r.full[answer]
-    cols = list(df.columns)
-    arity = len(cols)
+    names = list(df.columns)
+    arity = len(names)
+
+    def rows(got: list[tuple[str, ...]]) -> Any:
+        out = local.frame(r, got, arity)  # internal columns c0, c1, ...
+        if c is not None and cols:
+            out = symmetric.expand(c, out, set(cols))
+        return out.toDF(*names)
+
     if found.drop:
-        drop = local.frame(r, found.drop, arity, cols)
-        df = df.join(F.broadcast(drop), on=cols, how="left_anti").select(*cols)
+        df = df.join(F.broadcast(rows(found.drop)), on=names, how="left_anti").select(*names)
     if found.add:
-        df = df.unionByName(local.frame(r, found.add, arity, cols))
+        df = df.unionByName(rows(found.add))
     r.full[answer] = df
     r.sizes.pop(answer, None)
 
@@ -478,7 +598,10 @@ def run(r: Any, symmetry: bool | None, exceptions: bool | None, program: ir.Prog
     if rw.found is not None and c is not None:
         r.plans.append(rw.found.summary)
         if rw.found.add or rw.found.drop:
-            correct(r, rw.found, d.answer)
+            # the corrections are over W's representatives: expanded by W's pairs (the
+            # handled values are no representative there: they stay as they are)
+            wc = symmetric.Collapse(rw.pairs, c.columns, c.classes, c.members, c.summary)
+            correct(r, rw.found, d.answer, wc, c.columns.get(d.answer, set()))
         # only the goal's answers are M(W)'s; the other relations hold W0 (the handled values
         # as members of their base class): not handed out (the CLI's `-r` says so)
         for rel in [x for x in r.full if x != d.answer]:

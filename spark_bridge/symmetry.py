@@ -357,8 +357,11 @@ def collapse(run: Any, progress: Callable[[str], None], extend: Callable[..., An
     for c in cells[1:]:
         u = u.unionByName(c)
     values = (u.filter(~F.col("v").isin(consts)).groupBy("v")
-              .agg(F.sha2(F.to_json(F.array_sort(F.collect_set("b"))), 256).alias("sig"),
-                   F.array_sort(F.collect_set("a")).alias("shape")))
+              .agg(F.array_sort(F.collect_set("b")).alias("bs"),
+                   F.array_sort(F.collect_set("a")).alias("shape"))
+              .withColumn("sig", F.sha2(F.to_json("bs"), 256)))
+    if extend is None:  # rewrite 2 reads its candidates' blanked rows (`bs`) from here
+        values = values.drop("bs")
     # kept in memory until the pairs are checkpointed: three jobs in all, not seven
     values = values.persist(StorageLevel.MEMORY_AND_DISK)
     classes = (values.groupBy("sig").agg(F.min("v").alias("rep"), F.count(F.lit(1)).alias("n"),
@@ -488,7 +491,8 @@ def run(r: Any, use: bool | None, extend: Callable[..., Any] | None = None
         r.plans.append(c.summary)
         for rel, cols in c.columns.items():
             if rel in r.full and rel in r.program.relations:
-                r.full[rel] = expand(c, r.full[rel], cols)
+                # made when read (local.Frames): a relation held on the driver stays rows
+                r.full.then(rel, lambda df, cols=cols: expand(c, df, cols))
                 r.sizes.pop(rel, None)  # larger now: never broadcast by its old count
         decided = c.columns.get(r.decision)
         if r.reasons is not None and decided:

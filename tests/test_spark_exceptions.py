@@ -394,14 +394,20 @@ def _gravitino_world() -> dict[str, set[tuple[Any, ...]]]:
     return facts
 
 
-def test_spark_gravitino_tables_of_their_own_facts_as_in_memory(spark: Any) -> None:
-    rules = grantlog.compile(paths=[str(RULES)])
-    facts = _gravitino_world()
+def _load_table_in_memory(rules: Any, facts: dict[str, set[tuple[str, ...]]]
+                          ) -> set[tuple[object, ...]]:
+    """the in-memory engine's `allowed(_, load_table, _)` rows over ``facts``"""
     mem = grantlog.Reasoner(rules)
     with mem.transaction() as tx:
         for rel, rows in facts.items():
             tx.insert(rel, sorted(rows))
-    expected = {r for r in mem.rows("allowed") if r[1] == "load_table"}
+    return {r for r in mem.rows("allowed") if r[1] == "load_table"}
+
+
+def test_spark_gravitino_tables_of_their_own_facts_as_in_memory(spark: Any) -> None:
+    rules = grantlog.compile(paths=[str(RULES)])
+    facts = _gravitino_world()
+    expected = _load_table_in_memory(rules, facts)
     got, plans = _on_spark(spark, rules, facts, "allowed(U, load_table, T)")
     said = _said(plans)
     # customers is a class of one too (pii_blocker's deny is on it alone); the corrections
@@ -433,11 +439,7 @@ def test_spark_corrections_reach_a_class_of_three_users(spark: Any) -> None:
     facts["contains"].add(("m1.lakehouse.sales", team))
     facts["owner"] |= {(team, u) for u in three}
     facts["privilege"].add(("m1/role/analyst", "select_table", team, "deny"))
-    mem = grantlog.Reasoner(rules)
-    with mem.transaction() as tx:
-        for rel, rows in facts.items():
-            tx.insert(rel, sorted(rows))
-    expected = {r for r in mem.rows("allowed") if r[1] == "load_table"}
+    expected = _load_table_in_memory(rules, facts)
     got, plans = _on_spark(spark, rules, facts, "allowed(U, load_table, T)")
     said = _said(plans)
     assert said is not None and "7 values" in said, plans  # team0 is not one of them

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from grantlog.engine.core import ir
@@ -75,6 +75,18 @@ def encode(v: Value) -> str:
             return "01" + f"{v:0{DIGITS}d}"
         return "00" + f"{-(v + 1):0{DIGITS}d}".translate(_NINES)
     return "1" + v
+
+
+def encode_rows(rows: Iterable[tuple[Value, ...]], arity: int) -> list[tuple[str, ...]]:
+    """Rows of values in the internal encoding, :func:`encode` per value with strings
+    inlined (the bulk path); a row of a relation of no column is ``("1",)``.
+
+    >>> encode_rows([("ab", 7)], 2) == [(encode("ab"), encode(7))]
+    True
+    """
+    if not arity:
+        return [("1",) for _ in rows]
+    return [tuple(["1" + v if type(v) is str else encode(v) for v in row]) for row in rows]
 
 
 def decode(s: str) -> Value:

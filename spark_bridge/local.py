@@ -296,7 +296,7 @@ class Driver:
         cols = self.cols[rel]
         arity = 0 if cols == ["_u"] else len(cols)
         data = self.db.full[rel] if rows is None else rows
-        return Lazy(lambda: frame(self.run, _encoded(data, arity), arity, cols))
+        return Lazy(lambda: frame(self.run, encoding.encode_rows(data, arity), arity, cols))
 
     def plans(self, st: ir.Stratum) -> list[RulePlan]:
         """The stratum ``st``'s plans on the driver: a recursive stratum's as on Spark (its
@@ -350,14 +350,6 @@ class Driver:
                 base = [row for row, level in self.db.full[rel].items() if not level]
                 full[rel] = self.frame(rel, base)
             self.drop(rel)
-
-
-def _encoded(rows: Iterable[ir.Row], arity: int) -> list[tuple[str, ...]]:
-    """rows of values in the internal encoding (a unit row: ``("1",)``)"""
-    if not arity:
-        return [("1",) for _ in rows]
-    enc = encoding.encode
-    return [tuple(["1" + v if type(v) is str else enc(v) for v in row]) for row in rows]
 
 
 def frame(run: Run, rows: Rows, arity: int, cols: list[str] | None = None) -> Any:

@@ -4,6 +4,7 @@ first use; ``eval --json`` writes the same text as ``json.dumps(..., indent=2)``
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from grantlog.engine.core.ir import sorted_rows
 
-from grantlog.cli.main import COMMANDS, GROUPS, build_parser, chosen
+from grantlog.cli.main import COMMANDS, GROUPS, build_parser, chosen, main
 from grantlog.cli.parser import commands
 from grantlog.cli.rules import json_relations
 
@@ -122,3 +123,39 @@ def test_json_relations_is_json_dumps_indented() -> None:
         want = json.dumps({k: list(map(list, sorted_rows(v))) for k, v in case.items()},
                           indent=2, ensure_ascii=False)
         assert json_relations(case) == want, case
+
+
+#: a fresh `grantlog eval` that records, at the start of every collection, how many objects
+#: generation 0 held (what a collection of it walks), then prints the largest
+_WALKS = """
+import gc, sys
+most = [0]
+gc.callbacks.append(lambda phase, info: phase == "start" and most.__setitem__(
+    0, max(most[0], gc.get_count()[0])))
+from grantlog.cli.main import main
+sys.argv = ["grantlog", "eval", *sys.argv[1:]]
+code = main()
+sys.stderr.write(f"{most[0]}\\n")
+sys.exit(code)
+"""
+
+
+def test_eval_freezes_its_rows_before_the_collector_returns(tmp_path: Path) -> None:
+    """A one-shot ``eval`` makes its rows with the collector off; it freezes them before
+    switching it back on, so no collection walks them (before: the first one after the
+    command walked every row, ~0.5 s of the hmmer-like case). Called from Python (``main(argv)``),
+    nothing is frozen: the caller's objects stay collectable."""
+    rules, facts = tmp_path / "r.gl", tmp_path / "f.gl"
+    rules.write_text("rel edge(a: string, b: string).\n"
+                     "path(X, Y) :- edge(X, Y).\npath(X, Z) :- edge(X, Y), path(Y, Z).\n",
+                     encoding="utf-8")
+    facts.write_text("".join(f'edge("n{i}", "n{i + 1}").\n' for i in range(300)),
+                     encoding="utf-8")
+    got = subprocess.run([sys.executable, "-c", _WALKS, str(rules), str(facts), "--json"],
+                         check=True, capture_output=True, text=True)
+    assert len(json.loads(got.stdout)["path"]) == 300 * 301 // 2
+    assert int(got.stderr.split()[-1]) < 5_000  # a collection's usual threshold: 700
+
+    frozen = gc.get_freeze_count()
+    assert main(["eval", str(rules), str(facts)]) == 0  # (prints to the captured stdout)
+    assert gc.get_freeze_count() == frozen

@@ -88,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # a shell asking for completions (argcomplete): answers from the whole parser, exits
         autocomplete(build_parser())
     args = build_parser(chosen(words)).parse_args(words)
+    args.ends_process = argv is None  # the process is this command, not a call from Python
     try:
         # commands that compile rules take --progress / --quiet (inputs.add_progress); the
         # others (serve, fmt, ...) show none

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import re
 import sys
@@ -29,9 +30,15 @@ CHUNK = 10_000
 def cmd_eval(a: argparse.Namespace) -> int:
     # the collector off: the command reads, copies, sorts and prints millions of rows once
     # and ends (a collection would walk every row to find no cycle: a fifth of the hmmer-like
-    # case's CPU time, benchmarks/fact_bench.py); grantlog/cli/main.py freezes them at exit
+    # case's CPU time, benchmarks/fact_bench.py). When the command is the whole process
+    # (grantlog/cli/main.py sets ``ends_process``), what it made is frozen before the
+    # collector comes back on: else its first collection walks every row made while it was
+    # off (~0.5 s of the hmmer-like case)
     with collector_paused():
-        return _eval(a)
+        code = _eval(a)
+        if getattr(a, "ends_process", False):
+            gc.freeze()
+        return code
 
 
 def _eval(a: argparse.Namespace) -> int:

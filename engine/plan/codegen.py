@@ -111,9 +111,9 @@ class _Gen:
                 self.setup.append(f"{name} = I({rel!r}, {cols!r})")
             else:  # a lookup's function reads the indexes from a mapping (one C-level get)
                 self.setup.append(f"{name} = I[({rel!r}, {cols!r})]")
-                # a unique index (engine/eval/database.py) keeps its one row per key bare: read
-                # through database.stored_get (dict's own get for it: no Python call)
-                self.setup.append(f"g{name}, u{name} = _stored_get({name})")
+            # a unique index (engine/eval/database.py) keeps its one row per key bare: read
+            # through database.stored_get (dict's own get for it: no Python call)
+            self.setup.append(f"g{name}, u{name} = _stored_get({name})")
         return self.indexes[k]
 
     def bucket(self, rel: str, cols: tuple[int, ...], terms: tuple[ir.Term, ...]) -> str:
@@ -123,13 +123,12 @@ class _Gen:
         where the key is bound outside the innermost loop, reads it there (:meth:`hoist`)."""
         key = self.key(terms)
         ix = self.index(rel, cols)
-        if self.lookup is None:
-            return f"{ix}.get({key}, ())"
         self.tmp += 1
         r = f"_r{self.tmp}"
-        return self.hoist(
-            f"((({r},) if u{ix} else {r}) if ({r} := g{ix}({key})) is not None else ())",
-            terms, f"_b{self.tmp}")
+        expr = f"((({r},) if u{ix} else {r}) if ({r} := g{ix}({key})) is not None else ())"
+        if self.lookup is None:
+            return expr
+        return self.hoist(expr, terms, f"_b{self.tmp}")
 
     def bound_here(self, name: str) -> None:
         """Record that ``name`` is bound by the lines emitted so far."""

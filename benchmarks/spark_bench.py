@@ -126,6 +126,12 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _children_cpu() -> float:
+    """user + system CPU seconds of the children that ended and were waited for"""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def _hwm_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -174,7 +180,7 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
 
     jvm_cpu0 = sum(_cpu_s(p) for p in _child_pids())
     t1 = time.perf_counter()
-    py_cpu0 = time.process_time()
+    py_cpu0, kids_cpu0 = time.process_time(), _children_cpu()
     specs = {p.stem: {"path": str(p), "format": "csv"} for p in sorted(data.glob("*.csv"))}
     inputs = sb.read_inputs(spark, program, specs)
     res = sb.run(program, spark, inputs, goal=GOAL, where=where_of(catalog),
@@ -185,8 +191,9 @@ def work_spark(args: argparse.Namespace, data: Path, catalog: str) -> dict[str, 
     res.relations["allowed"].write.mode("overwrite").parquet(str(out))
     total_s = time.perf_counter() - t1
     jvm_cpu_s = sum(_cpu_s(p) for p in _child_pids()) - jvm_cpu0
-    # the driver's Python (small strata run there, spark_bridge/local.py)
-    py_cpu_s = time.process_time() - py_cpu0
+    # the driver's Python (small strata run there, spark_bridge/local.py), with the second
+    # process that decides rewrite 2's corrections beside them (reaped: spark_bridge/singles.py)
+    py_cpu_s = time.process_time() - py_cpu0 + _children_cpu() - kids_cpu0
     ans = spark.read.parquet(str(out))
     key = F.concat_ws("\u0000", *[F.col(c) for c in ans.columns])
     h = F.conv(F.substring(F.sha1(key), 1, 8), 16, 10).cast("long")

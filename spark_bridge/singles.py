@@ -78,8 +78,10 @@ their base class (``W0``), so a run that applied rewrite 2 hands out the goal's 
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +102,9 @@ from .symmetry import BLANK, OTHER, TOP, Abstract, M
 DRIVER_LIMIT = 2_000_000
 #: candidates' cells (their blanked rows) read to the driver to find bases: at most this many
 MAX_CELLS = 4_000_000
+#: inputs over representatives from which Reach' and the decisions (:func:`solve`) run in a
+#: second process, on the other core, while the driver evaluates the strata (fewer: inline)
+PROCESS_ROWS = 20_000
 
 
 class Skip(Exception):
@@ -143,6 +148,8 @@ class Found:
     add: list[tuple[str, ...]] = field(default_factory=list)
     drop: list[tuple[str, ...]] = field(default_factory=list)
     summary: str = ""
+    #: :func:`solve`'s result, or its future in a second process (:meth:`Rewrite.finish`)
+    pending: Any = None
 
 
 class Rewrite:
@@ -159,26 +166,50 @@ class Rewrite:
         self.limit = limit
         self.found: Found | None = None
         self.pairs: Any = None  # W's pairs (rewrite 1's): the corrections expand through them
+        self.pool: ProcessPoolExecutor | None = None  # the second process, while it works
+        self.began = 0.0
 
     def extend(self, run: Any, cells: Any, internal: dict[str, Any], values: Any,
                classes: Any, kept: Any, pairs: Any, members: int,
                columns: Mapping[str, set[int]]) -> tuple[Any, int]:
         """symmetry.py :func:`~.symmetry.collapse`'s hook: the pairs with each handled value
         added as a member of its base class (or as they are, and why, in the progress)"""
-        t0 = time.perf_counter()
+        self.began = time.perf_counter()
         try:
             found, extra = self._extend(run, internal, values, classes, kept, pairs,
                                         columns)
         except Skip as why:
             self.progress(f"exceptions: off: {why}")
             return pairs, members
+        self.found = found
+        return pairs.unionByName(extra), members + len(found.handled)
+
+    def finish(self) -> None:
+        """The corrections of :meth:`_exact`, waited for (after the strata) when they are
+        decided in a second process; the summary line (in the plans and the progress)."""
+        found = self.found
+        if found is None or found.pending is None:
+            return
+        t0 = time.perf_counter()
+        got = found.pending
+        if isinstance(got, Future):
+            got = got.result()
+            if self.pool is not None:
+                self.pool.shutdown(wait=True)  # reaped: its CPU is the driver's children's
+                self.pool = None
+        drop, add, reached, cpu, where = got
+        found.drop += drop
+        found.add += add
+        found.pending = None
+        self.progress(f"exceptions: {reached:,} rows reached, {len(drop):,} goal rows "
+                      f"decided ({cpu:.1f} s of CPU {where}; waited for "
+                      f"{time.perf_counter() - t0:.1f} s)")
         found.summary = (f"exceptions: {plural(len(found.handled), 'value')} of their own "
                          f"facts run as members of their base class; "
                          f"{len(found.drop):,} answers decided again over representatives, "
-                         f"{len(found.add):,} of them hold ({time.perf_counter() - t0:.1f} s)")
+                         f"{len(found.add):,} of them hold "
+                         f"({time.perf_counter() - self.began:.1f} s)")
         self.progress(found.summary)
-        self.found = found
-        return pairs.unionByName(extra), members + len(found.handled)
 
     def _extend(self, run: Any, internal: dict[str, Any], values: Any,
                 classes: Any, kept: Any, pairs: Any, columns: Mapping[str, set[int]]
@@ -346,42 +377,74 @@ class Rewrite:
     def _exact(self, run: Any, reps: Mapping[str, Any], found: Found,
                extras: Mapping[str, set[tuple[str, ...]]]) -> None:
         """``add`` and ``drop`` over W's representatives (module doc, step 3): ``W_reps``
-        and ``W0_reps`` in memory, Reach' from the extras, its goal rows decided in
-        ``W_reps``'s engine"""
+        read to the driver (``W0_reps``: without the extras, Reach's seeds), then
+        :func:`solve`, in a second process from :data:`PROCESS_ROWS` rows (so that it runs
+        on the other core while the driver evaluates the strata: :meth:`finish` waits for
+        it before the corrections are applied), else here"""
         t0 = time.perf_counter()
-        left = self.limit
-        w, w0 = Reasoner(self.program), Reasoner(self.program)
-        seeds: list[tuple[str, ir.Row]] = []
-        with w.transaction() as tx, w0.transaction() as tx0:
-            for rel, df in reps.items():
-                got = df.limit(left + 1).collect()
-                left -= len(got)
-                if left < 0:
-                    raise Skip(f"the inputs over representatives pass {self.limit:,} rows")
-                gone = extras.get(rel, set())
-                rows = [tuple(encoding.decode(x) for x in r) for r in got]
-                tx.insert(rel, rows)
-                tx0.insert(rel, [r for r, e in zip(rows, got, strict=True)
-                                 if tuple(e) not in gone])
-                seeds += [(rel, r) for r, e in zip(rows, got, strict=True) if tuple(e) in gone]
-            for rel, df in run.inputs.items():  # relations of no column: a row or none
-                if not self.program.relations[rel].arity and df.limit(1).count():
-                    tx.insert(rel, [()])
-                    tx0.insert(rel, [()])
-        t1 = time.perf_counter()
         body, _names = compile_goal(self.program, self.text)
         atom = body[0] if body else None
         if not isinstance(atom, ir.Atom) or atom.rel != self.atom.rel:
             raise Skip("the goal's atom is not its first literal")
-        reached = reach_rows(self.program, w, w0, seeds, atom)
-        drop, add = decide(body, atom, reached.get(atom.rel, set()), w)
-        found.add += [tuple(encoding.encode(x) for x in row) for row in add]
-        found.drop += [tuple(encoding.encode(x) for x in row) for row in drop]
-        t2 = time.perf_counter()
-        self.progress(f"exceptions: on the driver: {self.limit - left:,} input rows over "
-                      f"representatives read and loaded twice ({t1 - t0:.1f} s); "
-                      f"{sum(map(len, reached.values())):,} rows reached, "
-                      f"{len(drop):,} goal rows decided ({t2 - t1:.1f} s)")
+        left = self.limit
+        inputs: dict[str, list[ir.Row]] = {}
+        seeds: dict[str, list[ir.Row]] = {}
+        for rel, df in reps.items():
+            got = df.limit(left + 1).collect()
+            left -= len(got)
+            if left < 0:
+                raise Skip(f"the inputs over representatives pass {self.limit:,} rows")
+            gone = extras.get(rel, set())
+            rows = inputs[rel] = [tuple(encoding.decode(x) for x in r) for r in got]
+            mine = [r for r, e in zip(rows, got, strict=True) if tuple(e) in gone]
+            if mine:
+                seeds[rel] = mine
+        # relations of no column: a row or none
+        unit = [rel for rel, df in run.inputs.items()
+                if not self.program.relations[rel].arity and df.limit(1).count()]
+        n = self.limit - left
+        args = (self.program, self.text, inputs, seeds, unit)
+        if n >= PROCESS_ROWS:
+            self.pool = ProcessPoolExecutor(1, multiprocessing.get_context("spawn"))
+            found.pending = self.pool.submit(solve, *args)
+        else:
+            found.pending = solve(*args)
+        self.progress(f"exceptions: {n:,} input rows over representatives read "
+                      f"({time.perf_counter() - t0:.1f} s); Reach' and the decisions "
+                      + ("in a second process, beside the strata" if n >= PROCESS_ROWS
+                         else "on the driver"))
+
+
+def solve(program: ir.Program, text: str, inputs: Mapping[str, list[ir.Row]],
+          seeds: Mapping[str, list[ir.Row]], unit: list[str]
+          ) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]], int, float, str]:
+    """Rewrite 2's corrections over representatives (module doc, step 3): ``W_reps``
+    (``inputs``, and a row of each relation of no column in ``unit``) and ``W0_reps`` (the
+    same without ``seeds``, the extras) in memory, Reach' from the seeds, its goal rows
+    (of ``text``'s first atom) decided in ``W_reps``'s engine. Returns ``drop`` and ``add``
+    (internal encoding), the rows reached, the CPU seconds it took, and where it ran. Called
+    in a second process too (its arguments and result pickle)."""
+    c0 = time.process_time()
+    w, w0 = Reasoner(program), Reasoner(program)
+    with w.transaction() as tx, w0.transaction() as tx0:
+        for rel, rows in inputs.items():
+            tx.insert(rel, rows)
+            mine = set(seeds.get(rel, ()))
+            tx0.insert(rel, [r for r in rows if r not in mine] if mine else rows)
+        for rel in unit:
+            tx.insert(rel, [()])
+            tx0.insert(rel, [()])
+    body, _names = compile_goal(program, text)
+    atom = body[0]
+    assert isinstance(atom, ir.Atom)
+    reached = reach_rows(program, w, w0, [(rel, r) for rel, rs in seeds.items() for r in rs],
+                         atom)
+    drop, add = decide(body, atom, reached.get(atom.rel, set()), w)
+    where = "on the driver" if multiprocessing.parent_process() is None \
+        else "in a second process"
+    return ([tuple(encoding.encode(x) for x in row) for row in drop],
+            [tuple(encoding.encode(x) for x in row) for row in add],
+            sum(map(len, reached.values())), time.process_time() - c0, where)
 
 
 def decide(body: tuple[ir.Lit, ...], atom: ir.Atom, rows: set[ir.Row], w: Reasoner
@@ -594,7 +657,12 @@ def run(r: Any, symmetry: bool | None, exceptions: bool | None, program: ir.Prog
         symmetric.run(r, symmetry)
         return
     rw = Rewrite(program, goal, where, d.goal, d.answer, r.progress, limit)
-    c = symmetric.run(r, True if exceptions else symmetry, rw.extend)
+    try:
+        c = symmetric.run(r, True if exceptions else symmetry, rw.extend)
+        rw.finish()  # (after the strata: a second process decided beside them)
+    finally:
+        if rw.pool is not None:  # an error before: the second process is not waited for
+            rw.pool.shutdown(wait=False, cancel_futures=True)
     if rw.found is not None and c is not None:
         r.plans.append(rw.found.summary)
         if rw.found.add or rw.found.drop:

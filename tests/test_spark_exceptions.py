@@ -424,6 +424,24 @@ def test_spark_gravitino_tables_of_their_own_facts_as_in_memory(spark: Any) -> N
     assert off == expected and _said(plans) is None
 
 
+def test_spark_corrections_decided_in_a_second_process(spark: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # from PROCESS_ROWS input rows over representatives, Reach' and the decisions run in a
+    # spawned process beside the driver strata (singles.solve): the same answers as in memory
+    from grantlog.spark_bridge import singles
+
+    monkeypatch.setattr(singles, "PROCESS_ROWS", 0)
+    rules = grantlog.compile(paths=[str(RULES)])
+    facts = _gravitino_world()
+    said: list[str] = []
+    got, plans = _on_spark(spark, rules, facts, "allowed(U, load_table, T)",
+                           progress=said.append)
+    assert got == _load_table_in_memory(rules, facts)
+    assert any("beside the strata" in line for line in said), said
+    assert any("of CPU in a second process" in line for line in said), said
+    assert "6 answers decided again over representatives, 2 of them hold" in str(_said(plans))
+
+
 def test_spark_corrections_reach_a_class_of_three_users(spark: Any) -> None:
     # a third analyst alike frank and gina: the deny's drop is decided over the class's
     # representative and reaches all three (expanded by W's pairs); a table whose extras

@@ -33,7 +33,10 @@ collapsed class ``C`` (representative ``r``) of the most rows whose signature is
    × table. Outside Reach', ``M(W)`` and ``M(W0)`` agree, so the Spark answers
    (``M(W0)``'s, by rewrite 1) lose every goal row of Reach' (``drop``, an anti join on whole
    rows) and gain those of them that hold in ``W`` (``add``, decided in ``W``'s engine; no
-   decision in ``W0``'s is needed): exactly ``M(W)``'s.
+   decision in ``W0``'s is needed): exactly ``M(W)``'s. Reach' and the decisions
+   (:func:`solve`) need the answers only when they are corrected: from
+   :data:`PROCESS_ROWS` rows they run in a second process (spawned), on the other core,
+   while the driver evaluates the strata.
 
    **Why the representatives' worlds suffice** (rewrite 1's theorem, symmetry.py, twice).
    ``W``'s classes are sound, so ``M(W_reps)`` is ``M(W)``'s facts over representatives (no

@@ -80,6 +80,9 @@ from .reasons import reason_literal
 
 #: inputs smaller than this (Spark's estimate, bytes) are run as they are with ``symmetry=None``
 MIN_BYTES = 1 << 20
+#: Spark's size estimate of a plan it cannot size (``spark.sql.defaultSizeInBytes``'s
+#: default, Long.MaxValue) or more: no estimate
+UNKNOWN_BYTES = 2**63 - 1
 #: shapes of more rows than this are not analysed (their classes stay as they are)
 MAX_SHAPE_ROWS = 64
 #: at most this many shapes (the ones with the most members) are analysed
@@ -293,12 +296,18 @@ class Collapse:
 
 
 def input_bytes(inputs: Mapping[str, Any]) -> int:
-    """Spark's estimate of the inputs' size (no job; 0 where it has none)"""
+    """Spark's estimate of the inputs' size (no job): a file's size for a file read; 0 where
+    it has none (Spark Connect; rows made in Python, which Spark sizes at
+    ``spark.sql.defaultSizeInBytes``, "unknown")"""
     total = 0
     for df in inputs.values():
         with contextlib.suppress(Exception):  # an estimate only (Spark Connect has none)
-            total += int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
-                         .toString())
+            size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+            # py4j gives a Scala BigInt as a Python int (its ``toString`` failed here, so
+            # every estimate was 0 and ``symmetry=None`` never turned the rewrite on)
+            size = size if isinstance(size, int) else int(size.toString())
+            if size < UNKNOWN_BYTES:
+                total += size
     return total
 
 

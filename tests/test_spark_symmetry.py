@@ -232,6 +232,26 @@ def test_off_by_default_on_small_inputs(spark: Any) -> None:
     assert len(res.relations["allowed"].collect()) == 3
 
 
+def test_on_by_default_on_large_inputs(spark: Any, tmp_path: Path) -> None:
+    # inputs read from a CSV file of more than MIN_BYTES: Spark's estimate is the file's size
+    # (it was 0 for every input, so `symmetry=None` never collapsed anything), and the run
+    # keeps one representative per class of interchangeable tables
+    program = grantlog.compile(TREE + "allowed(U, read, X) :- ok(U, X).\n")
+    facts = _world([(0, 0), (1, 0), (2, 0)], [], [(0, 0)])
+    inputs = _frames(spark, program, facts)
+    assert sym.input_bytes(inputs) == 0  # rows made in Python: Spark has no estimate
+    csv = tmp_path / "c.csv"
+    rows = sorted(facts["c"]) + [(f"s{i % 7}", f"leaf{i:07d}_" + "x" * 40)
+                                 for i in range(24_000)]
+    csv.write_text("".join(f"{a},{b}\n" for a, b in rows), encoding="utf-8")
+    assert csv.stat().st_size > sym.MIN_BYTES
+    inputs["c"] = spark.read.csv(str(csv)).toDF(*inputs["c"].columns)
+    assert sym.input_bytes(inputs) >= csv.stat().st_size
+    res = sb.run(program, spark, inputs)
+    assert _summary(res) is not None, res.plans
+    assert len(res.relations["allowed"].collect()) == 3
+
+
 def test_values_holding_separators_keep_their_own_signatures(spark: Any) -> None:
     # joined with a separator, these two rows would read alike once v1 and v2 are blanked
     program = grantlog.compile("rel r(a: string, b: string, c: string).\n"

@@ -82,6 +82,7 @@ def main() -> None:
     os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
                           f"--driver-memory {a.driver_memory} pyspark-shell")
     from grantlog.engine.answer.periods import period
+    from grantlog.spark_bridge import review_cache
     from grantlog.spark_bridge.review import Jobs, intervals, session
 
     spark = session(a.master)
@@ -106,12 +107,17 @@ def main() -> None:
                 p = period(r, since, a.until)
                 say(f"period {p.first}..{p.last} read: "
                     f"{sum(len(v) for s in p.stretches for v in s.facts.values()):,} fact rows")
-                df = intervals(spark, p, say, symmetry)
-                if a.no_write:
-                    n = df.count()
-                else:
-                    df.write.mode("overwrite").parquet(out)
-                    say("written")
+                caches: list[object] = []
+                with review_cache.own_broadcasts(spark):  # as review.review does
+                    df = intervals(spark, p, say, symmetry, caches)
+                    if a.no_write:
+                        n = df.count()
+                    else:
+                        df.write.mode("overwrite").parquet(out)
+                        say("written")
+                for kept in caches:
+                    review_cache.drop(kept)
+                if not a.no_write:
                     n = spark.read.parquet(out).count()
             times.append(time.perf_counter() - t)
             load = os.getloadavg()

@@ -41,9 +41,10 @@ non-recursive stratum a lazy plan (no job); lazy relations still to be read are 
 together, one job for all (:meth:`_Temporal.settle`), before a recursive stratum or when a
 plan grows past ``PLAN_LIMIT`` reads; a recursive stratum costs one job per round. So the
 jobs follow the recursion's rounds, not the number of strata (:class:`Jobs` counts them).
-A relation of such a job is a filter of its one checkpoint: when that holds more than
-:data:`SPLIT_ROWS` rows, its small relations are read back to the driver by one job more
-(:meth:`_Temporal._small_to_driver`), so reading them later does not scan the large ones.
+The relations of such a job are one tagged union, locally checkpointed (or, with
+``review_cache.CACHE``, in Spark's columnar cache sorted by relation: spark_bridge/review_cache.py);
+when it holds more than :data:`SPLIT_ROWS` rows, its small relations are read back to the
+driver by one job more (:meth:`_Temporal._small_to_driver`).
 
 Interchangeable values (spark_bridge/review_symmetry.py): values with the same rows and the same
 intervals are collapsed to one representative per class before the rules run, and the
@@ -72,7 +73,7 @@ from grantlog.engine.core.terms import is_anon
 from grantlog.engine.plan.join import Assign, Filter, NegCheck, RulePlan, Scan
 from grantlog.grammar.diagnostics import NO_SPAN, GrantlogError, error
 
-from . import encoding, planner
+from . import encoding, planner, review_cache, review_heads
 from .evaluator import PLAN_LIMIT, rel_cols
 
 #: interval bounds beyond any revision (the gaps before the first and after the last
@@ -96,7 +97,7 @@ class _Temporal:
     """One policy stretch's rules over interval-annotated relations (columns ``c0..`` as
     the plain evaluator encodes values, then ``lo``, ``hi``)."""
 
-    def __init__(self, spark: Any, stretch: Stretch) -> None:
+    def __init__(self, spark: Any, stretch: Stretch, caches: list[Any] | None = None) -> None:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
@@ -111,8 +112,12 @@ class _Temporal:
         self.sizes: dict[str, int] = {}
         #: (frame, flag value) -> rows, of the last :meth:`settle`
         self.counts: dict[tuple[Any, Any], int] = {}
-        #: the last :meth:`settle`'s checkpoint (its tagged union) and its keys in order
+        #: the last :meth:`settle`'s cache (its tagged union) and its keys in order
         self.kept: tuple[Any, list[Any]] = (None, [])
+        #: relation -> the column its cached rows are sorted by (review_cache.sort_columns)
+        self.sorts = review_cache.sort_columns(self.program)
+        #: every cache :meth:`settle` made (freed by the caller: :func:`intervals`)
+        self.caches: list[Any] = [] if caches is None else caches
 
     # -- relations --------------------------------------------------------------------------
 
@@ -133,30 +138,62 @@ class _Temporal:
         self.sizes[rel] = len(rows)  # a derived relation's: its rules' rows added later
         return self.spark.createDataFrame(rows, self._schema(self.program.relations[rel].arity))
 
-    def coalesce(self, df: Any, keys: list[str]) -> Any:
+    def coalesce(self, df: Any, keys: list[str], *aggs: Any, distinct: bool = True) -> Any:
         """Per row of ``keys``, its intervals merged where they overlap or touch: one row
         per stretch of presence. The exact duplicates go first (``distinct``: an aggregate
         that drops them before its shuffle, where a join's derivations of one row through
         different paths mostly share their interval), then a window over each row's
-        intervals in order numbers the stretches."""
+        intervals in order numbers the stretches. ``aggs``: more aggregates of each
+        stretch's rows."""
         F, W = self.F, self.W
-        df = df.distinct()
+        if distinct:
+            df = df.distinct()
         w = W.partitionBy(*keys).orderBy("lo", "hi")
         before = F.max("hi").over(w.rowsBetween(W.unboundedPreceding, -1))
         starts = F.when(before.isNull() | (F.col("lo") > before), 1).otherwise(0)
         g = df.withColumn("_s", starts).withColumn(
             "_g", F.sum("_s").over(w.rowsBetween(W.unboundedPreceding, 0)))
-        return g.groupBy(*keys, "_g").agg(F.min("lo").alias("lo"), F.max("hi").alias("hi")) \
-            .drop("_g")
+        return g.groupBy(*keys, "_g").agg(F.min("lo").alias("lo"), F.max("hi").alias("hi"),
+                                           *aggs).drop("_g")
+
+    def _next(self, rel: str, found: list[Any], heads: list[ir.Atom]) -> Any:
+        """A recursive relation's next round: its rows (coalesced) and the rows ``found``
+        that the rules of ``heads`` derived from the round's deltas, coalesced together in
+        one shuffle (its rows hold no duplicate: only ``found`` loses its own), each flagged
+        ``_new`` unless the round had it, interval and all. A merged stretch is one of the
+        round's iff one of the round's intervals in it spans all of it (a row's intervals
+        neither overlap nor touch, so two of them never make one stretch unchanged), so no
+        join tells them apart. Only the keys ``found`` may touch are coalesced again: where
+        every head has a constant in one column (review_heads.bounded), the rows with
+        another value there are kept as they are (a read of the cache, no shuffle)."""
+        F = self.F
+        full, cols = self.full[rel], rel_cols(self.program.relations[rel].arity)
+        if not found:
+            return full.withColumn("_new", F.lit(False))
+        rest = None
+        part = review_heads.bounded(heads, self.sorts.get(rel, 0))
+        if part is not None:
+            hit = F.col(f"c{part[0]}").isin(part[1])
+            rest = full.filter(~hit).withColumn("_new", F.lit(False))
+            full = full.filter(hit)
+        rows = full.withColumn("_o", F.lit(True)).unionByName(
+            _union(found).distinct().withColumn("_o", F.lit(False)))
+        length = F.col("hi") - F.col("lo")
+        old = F.max(F.when(F.col("_o"), length)).alias("_span")
+        merged = self.coalesce(rows, cols, old, distinct=False).select(
+            *cols, "lo", "hi", F.coalesce(F.col("_span") != length, F.lit(True)).alias("_new"))
+        return merged if rest is None else rest.unionByName(merged)
 
     # -- rules ------------------------------------------------------------------------------
 
     def rule_df(self, plan: RulePlan, sources: Mapping[str, Any],
-                deltas: Mapping[str, Any], delta_sizes: Mapping[str, int] | None = None
-                ) -> tuple[Any, int] | None:
+                deltas: Mapping[str, Any], delta_sizes: Mapping[str, int] | None = None,
+                heads: tuple[ir.Atom, ...] = ()) -> tuple[Any, int] | None:
         """The head rows of one plan with their intervals (None: a constant comparison
         makes the rule empty) and at most how many (the product of its scans' rows,
-        :meth:`_rows`; ``delta_sizes``: the deltas' rows). A join of a side of at most
+        :meth:`_rows`; ``delta_sizes``: the deltas' rows); ``heads``: the heads of the rules
+        of the same body (spark_bridge/review_heads.py), each binding giving a row of each
+        (default: the plan's own). A join of a side of at most
         :data:`BROADCAST_ROWS` rows with one that may hold more broadcasts the small side
         (a shuffle of the big one saved); two small sides are joined as they are (a
         broadcast of a computed relation is a Spark job of its own). Where the plan first
@@ -220,9 +257,12 @@ class _Temporal:
                     b, deduped = b.distinct(), True  # before a later join multiplies them
         if b is None:
             b = self._whole()
-        head = [expr(t).alias(f"c{i}") for i, t in enumerate(plan.head.args)] or [
-            F.lit("1").alias("_u")]
-        return b.select(*head, "lo", "hi"), most
+        rows = [[expr(t).alias(f"c{i}") for i, t in enumerate(h.args)] or [
+            F.lit("1").alias("_u")] for h in heads or (plan.head,)]
+        if len(rows) == 1:
+            return b.select(*rows[0], "lo", "hi"), most
+        each = F.explode(F.array(*[F.struct(*row) for row in rows])).alias("_h")
+        return b.select(each, "lo", "hi").select("_h.*", "lo", "hi"), min(most * len(rows), HIGH)
 
     def _whole(self) -> Any:
         """One binding holding through the whole stretch (a rule that starts without a scan)."""
@@ -270,36 +310,17 @@ class _Temporal:
 
     def settle(self, frames: Mapping[Any, Any], flag: str | None = None) -> dict[Any, Any]:
         """Every frame of ``frames`` (relation-shaped: ``c0..``, ``lo``, ``hi``; ``flag``: a
-        boolean column more) computed in ONE Spark job and its lineage cut: the frames go
-        into one tagged union (padded to the widest), locally checkpointed and counted per
-        tag (and per ``flag``) by the same job; each comes back as a filter of it. Sets
-        :attr:`counts` ``[(key, flag value)]`` (``flag`` None: ``[(key, None)]``)."""
-        F = self.F
-        keys = list(frames)
-        width = max(len(self._cols(frames[k])) for k in keys)
-        parts = []
-        for i, k in enumerate(keys):
-            cols = self._cols(frames[k])
-            parts.append(frames[k].select(
-                F.lit(i).alias("_r"), *[F.col(c).alias(f"x{j}") for j, c in enumerate(cols)],
-                *[F.lit(None).cast("string").alias(f"x{j}") for j in range(len(cols), width)],
-                "lo", "hi", *([flag] if flag else [])))
-        both = _union(parts)
-        # a union's partitions are its branches' (a hundred rules: a hundred tasks): fewer
-        n = max(self.spark.sparkContext.defaultParallelism, 1)
-        if both.rdd.getNumPartitions() > n:
-            both = both.coalesce(n)
-        kept = both.localCheckpoint(eager=False)
-        self.kept = (kept, keys)
-        by = ["_r", *([flag] if flag else [])]
-        for row in kept.groupBy(*by).count().collect():  # the one job
-            self.counts[(keys[row["_r"]], row[flag] if flag else None)] = row["count"]
-        out = {}
-        for i, k in enumerate(keys):
-            cols = self._cols(frames[k])
-            out[k] = kept.filter(F.col("_r") == i).select(
-                *[F.col(f"x{j}").alias(c) for j, c in enumerate(cols)], "lo", "hi",
-                *([flag] if flag else []))
+        boolean column more) computed in ONE Spark job: one tagged union, locally
+        checkpointed (spark_bridge/review_cache.py; ``CACHE``: in the columnar cache, sorted
+        by relation, so that a read skips the others' rows) and counted per tag (and
+        per ``flag``) by the same job; each comes back as a read of it. Sets :attr:`counts`
+        ``[(key, flag value)]`` (``flag`` None: ``[(key, None)]``)."""
+        cols = {k: self._cols(df) for k, df in frames.items()}
+        sort = {k: min(self.sorts.get(k, 0), max(len(c) - 1, 0)) for k, c in cols.items()}
+        kept, counts, out = review_cache.settle(self.spark, frames, cols, sort, flag)
+        self.kept = (kept, list(frames))
+        self.caches.append(kept)
+        self.counts.update(counts)
         return out
 
     @staticmethod
@@ -319,9 +340,9 @@ class _Temporal:
 
     def _small_to_driver(self, settled: Mapping[str, Any]) -> None:
         """After :meth:`settle`, the small relations of a large checkpoint read back as the
-        driver's rows (one more job, one scan): each relation of a checkpoint is a filter of
-        its one tagged union, so every later read of a relation of a few thousand rows would
-        scan all of it (tens of millions of rows beside it). Only when the checkpoint holds
+        driver's rows (one more job, one read of the cache): a relation of a few thousand
+        rows is then read without a look at the cache's batches (tens of millions of rows
+        beside it: their statistics at least). Only when the checkpoint holds
         more than :data:`SPLIT_ROWS` rows; relations of at most :data:`BROADCAST_ROWS` rows,
         :data:`DRIVER_ROWS` in all at most."""
         F = self.F
@@ -333,11 +354,12 @@ class _Temporal:
             small.pop()
         if total <= SPLIT_ROWS or not small:
             return
-        kept, keys = self.kept
-        index = {rel: keys.index(rel) for rel in small}
+        made, keys = self.kept
+        kept = made.rows
+        index = review_cache.tags(keys, small)
         rows: dict[int, list[tuple[Any, ...]]] = {i: [] for i in index.values()}
         for row in kept.filter(F.col("_r").isin(list(index.values()))).collect():
-            arity = self.program.relations[keys[row["_r"]]].arity
+            arity = self.program.relations[keys[row["_r"] // 2]].arity
             rows[row["_r"]].append((*(row[f"x{j}"] for j in range(arity)), row["lo"], row["hi"]))
         for rel, i in index.items():
             self.full[rel] = self.spark.createDataFrame(
@@ -373,12 +395,12 @@ class _Temporal:
             if st.recursive or self._weight(st) > PLAN_LIMIT:
                 lazy = set(self.full) & (set().union(*reads[k:]) | {program.decision})
                 self._settle_lazy(lazy, say)
-            self._stratum(st, self._weight(st))
+            self._stratum(st, self._weight(st), say)
             if say is not None:
                 say(f"stratum {st.index}: {', '.join(st.relations)}")
         return self.full[program.decision]
 
-    def _stratum(self, st: ir.Stratum, weight: int) -> None:
+    def _stratum(self, st: ir.Stratum, weight: int, say: Any = None) -> None:
         """A stratum's relations: the union of their rules' rows, coalesced (a row's
         intervals merged: the same answer in fewer rows, so fragments of one stretch do not
         multiply through the joins that read it), lazy; a recursive stratum runs
@@ -391,17 +413,17 @@ class _Temporal:
         most = {rel: self.sizes[rel] for rel in mine}
         plain = {rel for rel in mine if not most[rel]}  # one rule's rows, as they are
         later = []
-        for rule in (program.rules[i] for i in st.rules):
+        for rule, heads in review_heads.groups(program.rules[i] for i in st.rules):
             body = {lit.rel for lit in rule.body if isinstance(lit, ir.Atom)}
             if st.recursive and body & mine:
-                later.append(rule)
+                later.append((rule, heads))
                 continue
             for plan in planner.plans(rule):
-                got = self.rule_df(plan, self.full, {})
+                got = self.rule_df(plan, self.full, {}, heads=heads)
                 if got is not None:
                     start[rule.head.rel].append(got[0])
                     most[rule.head.rel] = min(most[rule.head.rel] + got[1], HIGH)
-                    if not _keeps_all(plan):
+                    if not _keeps_all(plan) or len(heads) > 1:
                         plain.discard(rule.head.rel)
         if not later:
             for rel in mine:
@@ -414,6 +436,7 @@ class _Temporal:
         first = {rel: self.coalesce(_union(start[rel]), cols[rel])
                  .withColumn("_new", F.lit(True)) for rel in mine}
         rows = self.settle(first, "_new")
+        mine_kept = self.kept[0]
         while True:
             self.full.update({rel: rows[rel].drop("_new") for rel in mine})
             self.weight.update(dict.fromkeys(mine, 1))
@@ -421,26 +444,26 @@ class _Temporal:
             self.sizes.update({rel: news[rel] + self.counts.get((rel, False), 0)
                                for rel in mine})
             fresh = {rel for rel in mine if news[rel]}
+            if say is not None:
+                say(f"stratum {st.index} round: new rows " + ", ".join(
+                    f"{rel} {news[rel]} of {self.sizes[rel]}" for rel in sorted(mine)))
             if not fresh:
                 return
             delta = {rel: rows[rel].filter("_new").drop("_new") for rel in fresh}
-            found: dict[str, list[Any]] = {rel: [self.full[rel]] for rel in mine}
-            for rule in later:
+            found: dict[str, list[Any]] = {rel: [] for rel in mine}
+            made: dict[str, list[ir.Atom]] = {rel: [] for rel in mine}
+            for rule, heads in later:
                 for plan in planner.plans(rule, mine):
                     if plan.delta_literal is not None and plan.delta_rel in fresh:
-                        got = self.rule_df(plan, self.full, delta, news)
+                        got = self.rule_df(plan, self.full, delta, news, heads)
                         if got is not None:
                             found[rule.head.rel].append(got[0])
-            # a coalesced row is new unless the round before had it, interval and all
-            nxt = {}
-            for rel in mine:
-                keys = [*cols[rel], "lo", "hi"]
-                had = self.full[rel].select(*keys).withColumn("_had", F.lit(True))
-                nxt[rel] = self.coalesce(_union(found[rel]), cols[rel]) \
-                    .join(had, on=keys, how="left") \
-                    .select(*keys, F.col("_had").isNull().alias("_new"))
+                            made[rule.head.rel] += heads
+            nxt = {rel: self._next(rel, found[rel], made[rel]) for rel in mine}
             self.counts.clear()
             rows = self.settle(nxt, "_new")
+            review_cache.drop(mine_kept)  # the round before's, read by nothing any more
+            mine_kept = self.kept[0]
 
 
 def _keeps_all(plan: RulePlan) -> bool:
@@ -495,11 +518,15 @@ def _union(dfs: list[Any]) -> Any:
     return level[0]
 
 
-def intervals(spark: Any, p: Period, say: Any = None, symmetry: bool | None = None) -> Any:
+def intervals(spark: Any, p: Period, say: Any = None, symmetry: bool | None = None,
+              caches: list[Any] | None = None) -> Any:
     """The decision rows of ``p`` with their intervals, as :data:`COLUMNS`. ``symmetry``:
     run over one representative per class of interchangeable values and expand the
     intervals (spark_bridge/review_symmetry.py; None: when a stretch holds at least
-    ``review_symmetry.MIN_ROWS`` fact rows)."""
+    ``review_symmetry.MIN_ROWS`` fact rows). The frame reads the Spark caches of the
+    relations computed on the way (spark_bridge/review_cache.py), which are added to
+    ``caches``: free them (``review_cache.drop``) once the frame is written; without a list
+    they stay until the session ends."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -508,18 +535,19 @@ def intervals(spark: Any, p: Period, say: Any = None, symmetry: bool | None = No
     if spark.sparkContext.getCheckpointDir() is None:
         spark.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="grantlog-review-"))
     parts = []
-    for s in p.stretches:
-        cut = Stretch(unfold_products(restrict(s.program, [s.program.decision])), s.start,
-                      s.end, s.facts)
-        c = review_symmetry.find(cut, cut.program) if review_symmetry.use(cut, symmetry) \
-            else None
-        if c is not None and say is not None:
-            say(c.summary)
-        rows = _Temporal(spark, cut if c is None else c.stretch).run(say)
-        rows = rows.select("c0", "c1", "c2", "lo", "hi")
-        if c is not None:
-            rows = review_symmetry.expand(spark, c, rows, cut.program.decision)
-        parts.append(rows)
+    with review_cache.own_broadcasts(spark):  # the settles: planned and run inside
+        for s in p.stretches:
+            cut = Stretch(unfold_products(restrict(s.program, [s.program.decision])), s.start,
+                          s.end, s.facts)
+            c = review_symmetry.find(cut, cut.program) if review_symmetry.use(cut, symmetry) \
+                else None
+            if c is not None and say is not None:
+                say(c.summary)
+            rows = _Temporal(spark, cut if c is None else c.stretch, caches).run(say)
+            rows = rows.select("c0", "c1", "c2", "lo", "hi")
+            if c is not None:
+                rows = review_symmetry.expand(spark, c, rows, cut.program.decision)
+            parts.append(rows)
     # one stretch whose decision relation has rules: its rows are coalesced already (by
     # its stratum; an expanded row comes from one representative row); else merged here
     one = len(parts) == 1 and p.stretches[0].program.decision in p.stretches[0].program.derived
@@ -578,8 +606,12 @@ def review(r: Any, spark: Any, output: str, since: object = None,
     from the Parquet files' footers (not kept in memory for a count)."""
     p = prepare(r, since, until, output) if checked is None else checked
     with progress.task("reviewing on Spark", len(p.stretches), "stretch") as advance:
-        df = intervals(spark, p, lambda line: advance(0, postfix=line), symmetry)
-        df.write.mode("overwrite").parquet(output)
+        caches: list[Any] = []
+        with review_cache.own_broadcasts(spark):
+            df = intervals(spark, p, lambda line: advance(0, postfix=line), symmetry, caches)
+            df.write.mode("overwrite").parquet(output)
+        for kept in caches:
+            review_cache.drop(kept)
         n = spark.read.schema(df.schema).parquet(output).count()  # no schema job
         advance(len(p.stretches))
     return p, n

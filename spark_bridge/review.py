@@ -177,7 +177,7 @@ class _Temporal:
             rest = full.filter(~hit).withColumn("_new", F.lit(False))
             full = full.filter(hit)
         rows = full.withColumn("_o", F.lit(True)).unionByName(
-            _union(found).distinct().withColumn("_o", F.lit(False)))
+            review_cache.union(found).distinct().withColumn("_o", F.lit(False)))
         length = F.col("hi") - F.col("lo")
         old = F.max(F.when(F.col("_o"), length)).alias("_span")
         merged = self.coalesce(rows, cols, old, distinct=False).select(
@@ -429,11 +429,11 @@ class _Temporal:
             for rel in mine:
                 one = rel in plain and len(start[rel]) == 2
                 self.full[rel] = start[rel][1] if one else \
-                    self.coalesce(_union(start[rel]), cols[rel])
+                    self.coalesce(review_cache.union(start[rel]), cols[rel])
                 self.weight[rel], self.sizes[rel] = weight, most[rel]
             return
         F = self.F
-        first = {rel: self.coalesce(_union(start[rel]), cols[rel])
+        first = {rel: self.coalesce(review_cache.union(start[rel]), cols[rel])
                  .withColumn("_new", F.lit(True)) for rel in mine}
         rows = self.settle(first, "_new")
         mine_kept = self.kept[0]
@@ -510,14 +510,6 @@ def _atoms(rule: ir.Rule) -> list[ir.Atom]:
             if isinstance(lit, ir.Atom | ir.Neg)]
 
 
-def _union(dfs: list[Any]) -> Any:
-    level = list(dfs)
-    while len(level) > 1:
-        level = [level[i].unionByName(level[i + 1]) if i + 1 < len(level) else level[i]
-                 for i in range(0, len(level), 2)]
-    return level[0]
-
-
 def intervals(spark: Any, p: Period, say: Any = None, symmetry: bool | None = None,
               caches: list[Any] | None = None) -> Any:
     """The decision rows of ``p`` with their intervals, as :data:`COLUMNS`. ``symmetry``:
@@ -552,7 +544,7 @@ def intervals(spark: Any, p: Period, say: Any = None, symmetry: bool | None = No
     # its stratum; an expanded row comes from one representative row); else merged here
     one = len(parts) == 1 and p.stretches[0].program.decision in p.stretches[0].program.derived
     rows = parts[0] if one else \
-        _Temporal(spark, p.stretches[0]).coalesce(_union(parts), ["c0", "c1", "c2"])
+        _Temporal(spark, p.stretches[0]).coalesce(review_cache.union(parts), ["c0", "c1", "c2"])
     edges = spark.createDataFrame(
         [(rev, e.committed_at) for rev, e in sorted(p.edges.items())],
         T.StructType([T.StructField("rev", T.LongType(), False),

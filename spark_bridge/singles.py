@@ -445,8 +445,7 @@ def solve(program: ir.Program, text: str, inputs: Mapping[str, list[ir.Row]],
     drop, add = decide(body, atom, reached.get(atom.rel, set()), w)
     where = "on the driver" if multiprocessing.parent_process() is None \
         else "in a second process"
-    return ([tuple(encoding.encode(x) for x in row) for row in drop],
-            [tuple(encoding.encode(x) for x in row) for row in add],
+    return (encoding.encode_rows(drop, len(atom.args)), encoding.encode_rows(add, len(atom.args)),
             sum(map(len, reached.values())), time.process_time() - c0, where)
 
 

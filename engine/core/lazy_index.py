@@ -17,7 +17,7 @@ from itertools import compress, islice, repeat
 from operator import eq, itemgetter
 from typing import Any
 
-from .index import PROBE, Index, UniqueIndex
+from .index import PROBE, Index, SortedIndex, UniqueIndex
 from .ir import Row
 
 #: rows from which the database indexes a relation whose keys repeat lazily
@@ -29,6 +29,36 @@ SCANS = 8
 _FEW = 64
 #: a key with no rows (read, or its rows written away)
 _GONE: Any = object()
+#: rows a loop reads from which a generated plan filters them by a later scan's index at C
+#: speed (:func:`semijoin`), and has the indexes it probes per row hashed (:func:`ready`)
+SEMI = 512
+#: the containers :func:`semijoin` reads at C speed, and the row collections it reads twice
+_HASHES = (dict, UniqueIndex)
+_REREAD = (set, frozenset, dict, list, tuple)
+
+
+def ready(ix: Any, reads: int) -> Any:
+    """``ix`` (an index a loop of ``reads`` rows probes once a row) as the loop should read
+    it: a sorted or lazy index (read through a Python call a probe) hashed now when the
+    reads are at least a quarter of its rows (the build costs about what as many probes
+    do: a loop that reads many keys would have it built after a few anyway), and then the
+    hash index itself; any other index as it is."""
+    if type(ix) not in (LazyIndex, SortedIndex):
+        return ix
+    if ix.hash is None and (reads < SEMI or 4 * reads < len(ix._rows)):
+        return ix
+    return ix.hashed()
+
+
+def semijoin(rows: Any, within: Any, cols: tuple[int, ...]) -> Any:
+    """The rows (of a loop over a whole relation or delta) whose values at ``cols`` are a
+    key of ``within`` (an index, or a relation's rows for a membership test, that a later
+    step of the plan reads with that key): the others would find nothing there. Filtered
+    at C speed when the loop is long and both can be read so (``rows`` itself otherwise):
+    a semi-join before the nested loops, which then run for the rows that join only."""
+    if type(within) not in _HASHES or type(rows) not in _REREAD or len(rows) < SEMI:
+        return rows
+    return compress(rows, map(dict.__contains__.__get__(within), map(itemgetter(*cols), rows)))
 
 
 def lazy_index(rows: Collection[Row], cols: tuple[int, ...],

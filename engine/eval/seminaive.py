@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import time
 from dataclasses import dataclass, field
+from itertools import filterfalse
 
 from ..core import ir
 from ..core.progress import Advance, nothing, task
@@ -112,33 +113,37 @@ def evaluate_stratum(db: Database, cs: CompiledStratum, level: int, s: StratumSt
     index = db.index
     for r in cs.stratum.relations:
         db.ensure(r)
-    outs: dict[str, set[ir.Row]] = {r: set() for r in cs.stratum.relations}
+    # rows derived: a dict used as an ordered set (``O`` is its ``setdefault``), so that the
+    # new rows are added, indexed and read by the next round in the order they were made,
+    # which is the order of their tuples in memory (a relation's index upkeep about a third
+    # faster than over a set's hash order)
+    outs: dict[str, dict[ir.Row, None]] = {r: {} for r in cs.stratum.relations}
     for plan, fn in cs.exit_plans:
-        fn(F, None, index, outs[plan.head.rel].add, {})
+        fn(F, None, index, outs[plan.head.rel].setdefault, {})
     level += 1
     s.iterations = 1
-    delta: dict[str, set[ir.Row]] = {}
+    delta: dict[str, dict[ir.Row, None]] = {}
     for r, out in outs.items():
-        new = out.difference(F[r])
+        new = _new(out, F[r])
         db.add(r, new, level)
         s.derived += len(new)
     if cap and s.derived > cap:
         raise TooMany(s.derived)
     if not cs.delta_plans:
         return level
-    delta = {r: set(F[r]) for r in cs.stratum.relations}
+    delta = {r: dict.fromkeys(F[r]) for r in cs.stratum.relations}
     while any(delta.values()):
-        outs = {r: set() for r in cs.stratum.relations}
+        outs = {r: {} for r in cs.stratum.relations}
         for plan, fn in cs.delta_plans:
             rel = plan.delta_rel
             assert rel is not None
             if delta[rel]:
-                fn(F, delta, index, outs[plan.head.rel].add, {})
+                fn(F, delta, index, outs[plan.head.rel].setdefault, {})
         level += 1
         s.iterations += 1
         for r, out in outs.items():
             # delta_r = new_r - full_r ; full_r += delta_r
-            new = out.difference(F[r])
+            new = _new(out, F[r])
             db.add(r, new, level)
             delta[r] = new
             s.derived += len(new)
@@ -148,6 +153,11 @@ def evaluate_stratum(db: Database, cs: CompiledStratum, level: int, s: StratumSt
             advance(0, postfix=f"{_derived(before + s.derived)} (stratum "
                     f"{cs.stratum.index} round {s.iterations})")
     return level
+
+
+def _new(out: dict[ir.Row, None], full: dict[ir.Row, int]) -> dict[ir.Row, None]:
+    """The rows of ``out`` not in ``full``, in their order (at C speed)."""
+    return dict.fromkeys(filterfalse(full.__contains__, out))
 
 
 def _derived(n: int) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from grantlog.engine.core.index import UniqueIndex, build_index
-from grantlog.engine.core.ir import sorted_rows
+from grantlog.engine.core.ir import row_key, sorted_rows
 from grantlog.engine.eval.database import Database
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,6 +29,15 @@ ESCAPED = ['"', "\\", "\n", "\t", "\x01", "\x1f", "\x00", '",\n      "', "a\\u00
 def want(rows: dict[str, set[tuple[object, ...]]]) -> str:
     return json.dumps({k: list(map(list, sorted_rows(v))) for k, v in rows.items()},
                       indent=2, ensure_ascii=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 3).flatmap(lambda w: st.tuples(*[st.one_of(
+    st.integers(-3, 3), st.sampled_from(["", "a", "b", "a\x00", "10", "-1"]))
+    for _ in range(w)])), max_size=20))
+def test_sorted_rows_is_the_row_key_order(rows: list[tuple[object, ...]]) -> None:
+    # integers and strings mixed in a column, or not; rows of several widths
+    assert sorted_rows(rows) == sorted(rows, key=row_key)  # type: ignore[arg-type]
 
 
 @settings(max_examples=300, deadline=None)

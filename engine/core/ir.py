@@ -359,11 +359,16 @@ def row_key(row: Iterable[Value]) -> tuple[tuple[int, Value], ...]:
 def sorted_rows(rows: Iterable[Row]) -> list[Row]:
     """``rows`` sorted by :func:`row_key`. Rows of strings only (most relations) are sorted
     by their values joined with NUL (:func:`joined_keys`): the same order, ten times faster
-    (a value holding NUL, or an integer: by :func:`row_key`)."""
+    (a value holding NUL, or an integer: as tuples, which compare column by column as
+    :func:`row_key` does while a column's values are of one type; a comparison of an
+    integer with a string raises, and then by :func:`row_key`)."""
     out = list(rows)
     keys = joined_keys(out)
     if keys is None:
-        return sorted(out, key=row_key)
+        try:
+            return sorted(out)
+        except TypeError:  # a column of integers and strings
+            return sorted(out, key=row_key)
     by_key = dict(zip(keys, out, strict=True))  # a list of strings sorts faster than pairs
     keys.sort()
     return list(map(by_key.__getitem__, keys))

@@ -528,8 +528,9 @@ class Reasoner(Writes):
 
     def all_views(self) -> dict[str, AbstractSet[ir.Row]]:
         """:meth:`all_rows` without copies: each relation's rows as a read-only view of the
-        reasoner's own (iterated in the order they were added), valid until its next change:
-        for a reader of millions of rows at once (``grantlog eval``)."""
+        reasoner's own (iterated in the order they were added), valid until its next change
+        and not to be read while another thread writes: for a reader of millions of rows at
+        once (``grantlog eval``). Virtual relations are evaluated before it returns."""
         return self._all(_view)
 
     def _all(self, take: Callable[[Any], Any]) -> dict[str, Any]:
@@ -702,5 +703,7 @@ class Reasoner(Writes):
 
 
 def _view(rows: Any) -> AbstractSet[ir.Row]:
-    """A relation's rows as a read-only set: a dict's keys (a row's level as its value)."""
-    return rows.keys() if isinstance(rows, dict) else rows
+    """A relation's rows as a read-only set: a materialized relation's dict's keys (a row's
+    level as its value); a virtual relation's rows evaluated now, inside the read (under
+    the lock, its errors turned into diagnostics), not when the caller reads them."""
+    return rows.keys() if isinstance(rows, dict) else set(rows)

@@ -43,7 +43,7 @@ def ready(ix: Any, reads: int) -> Any:
     reads are at least a quarter of its rows (the build costs about what as many probes
     do: a loop that reads many keys would have it built after a few anyway), and then the
     hash index itself; any other index as it is."""
-    if type(ix) not in (LazyIndex, SortedIndex):
+    if type(ix) not in DEFERRED:
         return ix
     if ix.hash is None and (reads < SEMI or 4 * reads < len(ix._rows)):
         return ix
@@ -230,3 +230,9 @@ class LazyIndex:
 
     def values(self) -> Any:
         return self.hashed().values()
+
+
+#: the indexes that build their hash index when read enough, the database then taking it
+#: in their place (engine/eval/database.py ``Database._settle``); a long loop has it built
+#: at once (:func:`ready`)
+DEFERRED = (SortedIndex, LazyIndex)

@@ -17,14 +17,11 @@ from typing import Any, cast
 
 from ..core.index import SORT_MIN, Index, SortedIndex, UniqueIndex, build_index, nearly_sorted
 from ..core.ir import Row
-from ..core.lazy_index import LAZY_MIN, LazyIndex, lazy_index
+from ..core.lazy_index import DEFERRED, LAZY_MIN, lazy_index
 from ..core.results import Change
 
 #: rows added at once from which an index takes them at C speed (:meth:`Database.add`)
 BULK = 4096
-#: the indexes that build their hash index when read enough, the database then taking it
-#: in their place (:meth:`Database._settle`)
-_DEFERRED = (SortedIndex, LazyIndex)
 
 
 def _put(ix: Index, k: Any, row: Row) -> None:
@@ -286,7 +283,7 @@ class Database:
         by a scan at C speed, until enough are read to build the hash index)."""
         k = (rel, cols)
         ix: Any = self.indexes.get(k)
-        if type(ix) in _DEFERRED and ix.hash is not None:
+        if type(ix) in DEFERRED and ix.hash is not None:
             self._settle(rel)
             ix = self.indexes[k]
         if ix is None:
@@ -308,7 +305,7 @@ class Database:
         (readers still holding the sorted one read the same hash index through it)."""
         for entry in self._by_rel.get(rel, ()):
             ix = entry[1]
-            if type(ix) in _DEFERRED and ix.hash is not None:
+            if type(ix) in DEFERRED and ix.hash is not None:
                 entry[1] = self.indexes[(rel, entry[2])] = ix.hash
 
     def hash_sorted(self) -> None:
@@ -316,7 +313,7 @@ class Database:
         warm walks of listings read), each in its place."""
         for rel, entries in self._by_rel.items():
             for entry in entries:
-                if type(entry[1]) in _DEFERRED:
+                if type(entry[1]) in DEFERRED:
                     entry[1].hashed()
             self._settle(rel)
 
@@ -364,7 +361,7 @@ class Database:
         self.orders.pop(rel, None)  # indexes built from now on: of the rows as they are
         if len(rows) >= BULK:  # many rows: into hash indexes (a sorted or lazy one's writes
             for entry in self._by_rel.get(rel, ()):  # are kept over it a row at a time)
-                if type(entry[1]) in _DEFERRED:
+                if type(entry[1]) in DEFERRED:
                     entry[1].hashed()
         self._settle(rel)
         full = self.ensure(rel)
